@@ -2,8 +2,8 @@
 
 Each sub-command lives in its own module, which provides two functions:
 ``configure_parser(parser)`` adds its options and ``main(args) -> int`` runs it.
-Modules are imported only when their sub-command runs, so `lessonkit --help`
-stays fast and the pure core never pulls in servers or notebooks.
+Only the module of the sub-command being run is imported, so `lessonkit grade`
+never loads the web server and `lessonkit --help` stays fast.
 """
 
 from __future__ import annotations
@@ -20,29 +20,27 @@ SUBCOMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with every sub-command whose module is present."""
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """Return the argument parser; only the `selected` sub-command's module is imported."""
     parser = argparse.ArgumentParser(
         prog="lessonkit", description="Tools for the token-streaming course."
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        module.configure_parser(sub)
-        sub.set_defaults(run=module.main)
+        if name == selected:
+            module = importlib.import_module(module_name)
+            module.configure_parser(sub)
+            sub.set_defaults(run=module.main)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(selected if selected in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
     if args.version:
         from lessonkit import __version__

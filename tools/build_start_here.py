@@ -1,0 +1,113 @@
+"""Build notebooks/00_start_here.ipynb (source of truth for the course map cells).
+
+Run: .venv/bin/python tools/build_start_here.py && make-execute the notebook.
+"""
+
+from pathlib import Path
+
+import nbformat as nbf
+
+md = nbf.v4.new_markdown_cell
+code = nbf.v4.new_code_cell
+
+cells = [
+    md(
+        """# Token streaming: start here
+
+How does a chatbot's answer reach your screen word by word while the model is still writing it?
+This course answers that with code you can run, poke and break, all on your own machine:
+no API key, no internet once it is installed.
+
+You will follow one running example the whole way through. A support chatbot is asked
+**"When will my order arrive?"** and answers **"Your order ships on Monday."**
+We trace those tokens from the model, through HTTP and Server-Sent Events (SSE),
+across a network that cuts bytes wherever it likes, into the text on screen."""
+    ),
+    md(
+        """## The course map
+
+The written lesson this course is built on is a 23-minute read. The **core path**
+(lessons 01-04 plus exercises 1-3) takes about an hour; the rest goes deeper.
+
+| # | Notebook | What you learn | Minutes |
+|---|---|---|---|
+| 00 | `00_start_here` (this one) | how the course works; check that widgets render | 3 |
+| 01 | `01_why_streaming` | prefill and decode, time to first token (TTFT) vs total time, the 300 + 500 x 40 = 20,300 ms example, stopping early; the **timeline explorer**; a real stream measured | 10 |
+| 02 | `02_sse_on_the_wire` | one long HTTP response, chunked transfer encoding, the SSE event format, deltas, `[DONE]` vs named events; the **wire inspector** | 10 |
+| 03 | `03_reading_the_stream` | the client loop, arrivals vs events, UTF-8 split inside a character, testing by cutting, `EventSource` vs `fetch` in your browser; the **arrival stepper** and **UTF-8 explorer** | 12 |
+| 04 | `04_practice_cuts_and_drops` | the lesson's practice: any cut gives the same text, a dropped connection gives a partial answer; the **drop explorer**; three predict-then-run experiments | 10 |
+| 05 | `05_streaming_in_the_real_world` | where streaming is used, the five common mistakes shown live (a buffering proxy measured), SSE vs WebSockets, when not to stream | 10 |
+
+| Exercise | In `exercises/` | What you write | Minutes | Points |
+|---|---|---|---|---|
+| 1 | `ex1_response_times` | `response_times`: the timing model | 5 | 10 |
+| 2 | `ex2_read_stream` | `read_stream`: a reader that survives any cut, heartbeats, split characters and drops | 12 | 30 |
+| 3 | `ex3_now_change_it` | predictions for the lesson's three "now change it" experiments | 6 | 15 |
+| 4 | `ex4_read_anthropic` | `read_anthropic`: named events, complete only after `message_stop` | 10 | 20 |
+| 5 | `ex5_resume` | resume a dropped stream from the local server with `Last-Event-ID` | 10 | 15 |
+| 6 | `ex6_parse_sse` | *stretch:* `parse_sse`, a full WHATWG event-stream parser | 25 | 30 |
+
+Core path: 00, 01, 02, 03, 04, exercises 1-3 (about 60 minutes). Then 05 and exercises 4-6."""
+    ),
+    md(
+        """## How the exercises work
+
+Each exercise notebook has a cell for your code, hints you can open when you are stuck,
+and a **check cell** that runs `lessonkit.grading.check(...)` on your function.
+
+* Until you replace the stub, the check says *not attempted yet*.
+* When something fails, the feedback names the rule that broke and shows the smallest input
+  that breaks it (for a stream reader: the exact list of chunks), with what was expected and
+  what your function returned.
+* It reports *public checks k/m*: your instructor's grading runs more checks than these,
+  so a function that only fits the examples will not get full marks.
+* A function that never returns is stopped after a few seconds; your kernel stays usable.
+
+The solutions live in `solutions/`. Try first: the course is built so that the checks teach."""
+    ),
+    md(
+        """## For instructors
+
+```bash
+make test                                   # every test: unit, notebooks, browser
+pytest --nbval --nbval-current-env --nbval-sanitize-with nbval-sanitize.cfg notebooks solutions
+lessonkit grade submissions/ --out grades.csv --feedback feedback/
+```
+
+`lessonkit grade` runs each submitted notebook in a fresh process with a time limit, grades the
+exercise functions by name (moved, deleted or extra cells do not matter), adds hidden checks and
+writes one CSV row and one feedback file per learner. Stored outputs are never trusted."""
+    ),
+    md(
+        """## Check your set-up
+
+The next cell reports the versions this kernel uses. The one after shows a live widget:
+drag the slider and the text under it should change at once. If you see
+*"Error displaying widget"* or only a line of text like `IntSlider(...)`, see
+*Troubleshooting* in the README (usually: open the course with `make lab`, so that
+JupyterLab and the kernel come from the same environment)."""
+    ),
+    code(
+        """# NBVAL_IGNORE_OUTPUT
+from lessonkit.envcheck import report
+
+print(report())"""
+    ),
+    code(
+        """from lessonkit.envcheck import widget_check
+
+widget_check()"""
+    ),
+    md(
+        """If the slider moves the number, you are ready.
+
+**Next:** open `01_why_streaming.ipynb`."""
+    ),
+]
+
+nb = nbf.v4.new_notebook(cells=cells)
+nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+nb.metadata["language_info"] = {"name": "python"}
+path = Path(__file__).resolve().parents[1] / "notebooks" / "00_start_here.ipynb"
+nbf.write(nb, path)
+print("wrote", path)
