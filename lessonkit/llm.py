@@ -1,0 +1,566 @@
+"""A deterministic simulated LLM that writes `(at_ms, bytes)` instead of sleeping.
+
+The model:
+
+    tokenize(text)                  GPT-like pieces: "Your", " order", " ships", ".", " café"
+    answer_for(prompt)              the running example's answer, or a seeded longer one
+    long_answer(500)                exactly 500 tokens, for the 20,300 ms example
+    token_times_ms(n)               token i is ready at prefill_ms + (i + 1) * per_token_ms
+    stream_writes(answer, dialect)  every write the server makes, as (at_ms, bytes)
+    blocking_body(answer, dialect)  the one JSON body of a non-streaming reply, and when
+
+Timing of the writes (virtual milliseconds after the request arrived):
+
+- The server sends its response headers at 0 ms and, in the dialects that
+  have them, the opening events right away: the OpenAI role chunk
+  (`delta: {"role": "assistant", "content": ""}`), Anthropic's `message_start`
+  and `content_block_start`, the `retry:` field of the eventsource flavour.
+  They carry no text, so time to first token is unchanged; the client just
+  learns early that the stream has started.
+- Each token is written at the moment it is generated, `token_times_ms(...)[i]`.
+- The end events (OpenAI's final chunk, usage chunk and `[DONE]`, Anthropic's
+  `content_block_stop` ... `message_stop`, the lesson's `[DONE]`) follow the last
+  token at the same `at_ms`: the model's end-of-sequence step costs nothing
+  extra here. With no tokens at all they go at `prefill_ms`.
+- `heartbeat_ms`: a `: ping` comment whenever `heartbeat_ms` passed with no
+  other write, so also during prefill. Comments only: the official SDKs skip
+  them, and named ping events would confuse a strict client.
+
+Nothing here sleeps: `lessonkit.server` walks the writes and waits until each
+`at_ms` on a real clock; tests and notebooks read them at once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from lessonkit import sse
+
+__all__ = [
+    "DIALECTS",
+    "RUNNING_ANSWER",
+    "RUNNING_PROMPT",
+    "Answer",
+    "answer_for",
+    "blocking_body",
+    "long_answer",
+    "stream_writes",
+    "token_times_ms",
+    "tokenize",
+    "wire_bytes",
+]
+
+RUNNING_PROMPT = "When will my order arrive?"
+RUNNING_ANSWER = "Your order ships on Monday."
+
+DIALECTS = ("lesson", "openai", "anthropic", "eventsource")
+FINISH_REASONS = ("stop", "length")
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
+
+# GPT-2 style pre-tokenizer, written for Python's `re` (no \p{L}):
+# English contractions, a word with its leading space, up to three digits,
+# one punctuation mark (with its leading space), then runs of whitespace.
+_TOKEN = re.compile(
+    r"""'(?:[sdmt]|ll|ve|re)"""  # 's 'd 'm 't 'll 've 're
+    r"""| ?[^\W\d_]+"""  # letters, any script: " café", " Zürich"
+    r"""| ?\d{1,3}"""  # numbers in short groups, as BPE vocabularies do
+    r"""| ?[^\s\w]"""  # one punctuation mark or symbol: ".", " (", "é" parts
+    r"""| ?_"""
+    r"""|\s+(?!\S)"""  # whitespace not followed by a word...
+    r"""|\s+""",  # ...so the last space stays with the next word
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Return GPT-like tokens of `text`; joining them gives `text` back exactly.
+
+    Words carry their leading space and punctuation stands alone:
+    "Your order ships on Monday." -> ["Your", " order", " ships", " on", " Monday", "."].
+    """
+    return _TOKEN.findall(text)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A finished answer: its tokens, why it stopped, and the prompt's size in tokens."""
+
+    tokens: tuple[str, ...]
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if self.finish_reason not in FINISH_REASONS:
+            raise ValueError(
+                f"finish_reason must be one of {FINISH_REASONS}, got {self.finish_reason!r}"
+            )
+        object.__setattr__(self, "tokens", tuple(self.tokens))
+
+    @property
+    def text(self) -> str:
+        """The whole answer as one string."""
+        return "".join(self.tokens)
+
+    @property
+    def completion_tokens(self) -> int:
+        """How many tokens the model generated."""
+        return len(self.tokens)
+
+    def usage(self) -> dict[str, int]:
+        """Return OpenAI-style usage counts: prompt, completion and total tokens."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
+
+
+# ---------------------------------------------------------------------------
+# The word bank: short sentences about orders, shipping and streaming.
+
+_PARCELS = ["Your order", "The parcel", "Your package", "The replacement", "The second box"]
+_SHIP_VERBS = [
+    "ships",
+    "leaves the warehouse",
+    "reaches the depot",
+    "arrives",
+    "is packed",
+    "goes to the courier",
+]
+_WHEN = [
+    "on Monday",
+    "on Tuesday",
+    "on Friday",
+    "within two days",
+    "before noon",
+    "early next week",
+    "once the label is printed",
+    "by the weekend",
+]
+_PLACES = [
+    "in Zürich",
+    "in Malmö",
+    "in São Paulo",
+    "in Kraków",
+    "at the café on the corner",
+    "at the local depot",
+    "at the post office",
+]
+_STREAM_SUBJECTS = ["Each token", "The next word", "Every event", "The answer", "The first piece"]
+_STREAM_VERBS = [
+    "reaches your screen",
+    "travels over one open connection",
+    "is flushed to the network",
+    "arrives as a small data event",
+    "shows up in the chat window",
+]
+_HOW = [
+    "as soon as it exists",
+    "a few milliseconds later",
+    "without waiting for the rest",
+    "while the model keeps writing",
+    "one piece at a time",
+]
+
+
+def _sentence(rng: random.Random) -> str:
+    """Return one readable sentence drawn from the word bank."""
+    kind = rng.randrange(5)
+    if kind == 0:
+        return f"{rng.choice(_PARCELS)} {rng.choice(_SHIP_VERBS)} {rng.choice(_WHEN)}."
+    if kind == 1:
+        return f"You can follow the parcel {rng.choice(_PLACES)} with the tracking link."
+    if kind == 2:
+        return f"{rng.choice(_STREAM_SUBJECTS)} {rng.choice(_STREAM_VERBS)} {rng.choice(_HOW)}."
+    if kind == 3:
+        days = rng.randint(2, 14)
+        return f"If nobody is home, the courier keeps your parcel {rng.choice(_PLACES)} for {days} days."
+    return f"We will write to you when your order {rng.choice(_SHIP_VERBS)}, {rng.choice(_WHEN)} at the latest."
+
+
+def _sentence_tokens(rng: random.Random, first: bool) -> list[str]:
+    text = _sentence(rng)
+    return tokenize(text if first else " " + text)
+
+
+def _cut(tokens: list[str], max_tokens: int | None) -> tuple[tuple[str, ...], str]:
+    if max_tokens is not None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a whole number of at least 1, got {max_tokens!r}")
+        if max_tokens < len(tokens):
+            return tuple(tokens[:max_tokens]), "length"
+    return tuple(tokens), "stop"
+
+
+def answer_for(prompt: str, max_tokens: int | None = None) -> Answer:
+    """Return the simulated model's answer to `prompt` (the same prompt, the same answer).
+
+    The running example's prompt gets the running answer. Any other prompt gets
+    40-80 tokens of sentences about orders, shipping and streaming, chosen by a
+    seed from zlib.crc32 of the prompt (stable across runs and machines).
+    If `max_tokens` stops the answer early, finish_reason is "length".
+    """
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt must be a string, got {type(prompt).__name__}")
+    if prompt.strip() == RUNNING_PROMPT:
+        tokens = tokenize(RUNNING_ANSWER)
+    else:
+        rng = random.Random(zlib.crc32(prompt.encode("utf-8")))
+        target = rng.randint(40, 80)
+        tokens = []
+        while len(tokens) < target:
+            sentence = _sentence_tokens(rng, first=not tokens)
+            if len(tokens) >= 40 and len(tokens) + len(sentence) > 80:
+                break  # long enough, and one more sentence would overshoot
+            tokens += sentence
+    kept, finish_reason = _cut(tokens, max_tokens)
+    return Answer(kept, finish_reason, len(tokenize(prompt)))
+
+
+def long_answer(n_tokens: int, seed: int = 0, *, prompt: str = RUNNING_PROMPT) -> Answer:
+    """Return an answer of exactly `n_tokens` tokens (finish_reason "stop"), seeded.
+
+    Made of whole sentences where it fits; the last token is a full stop so the
+    text ends cleanly. prompt_tokens counts `prompt`.
+    """
+    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 0:
+        raise ValueError(f"n_tokens must be a whole number, 0 or more, got {n_tokens!r}")
+    rng = random.Random(seed)
+    tokens: list[str] = []
+    while len(tokens) < n_tokens:
+        tokens += _sentence_tokens(rng, first=not tokens)
+    tokens = tokens[:n_tokens]
+    if tokens and tokens[-1] != ".":
+        tokens[-1] = "."
+    return Answer(tuple(tokens), "stop", len(tokenize(prompt)))
+
+
+def token_times_ms(
+    n_tokens: int,
+    *,
+    prefill_ms: float = 300,
+    per_token_ms: float = 40,
+    jitter_ms: float = 0,
+    seed: int = 0,
+) -> list[float]:
+    """Return when each token is generated: token i at prefill_ms + (i + 1) * per_token_ms.
+
+    With `jitter_ms`, each token is late by a seeded random 0..jitter_ms, but
+    never earlier than the token before it: the model emits tokens in order.
+    """
+    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 0:
+        raise ValueError(f"n_tokens must be a whole number, 0 or more, got {n_tokens!r}")
+    for name, value in (("prefill_ms", prefill_ms), ("per_token_ms", per_token_ms)):
+        if value < 0:
+            raise ValueError(f"{name} must be 0 or more, got {value!r}")
+    if jitter_ms < 0:
+        raise ValueError(f"jitter_ms must be 0 or more, got {jitter_ms!r}")
+    rng = random.Random(seed)
+    times: list[float] = []
+    previous = float(prefill_ms)
+    for i in range(n_tokens):
+        at_ms = float(prefill_ms + (i + 1) * per_token_ms)
+        if jitter_ms:
+            at_ms += rng.uniform(0.0, jitter_ms)
+        previous = max(previous, at_ms)
+        times.append(previous)
+    return times
+
+
+# ---------------------------------------------------------------------------
+# The wire: what the server writes, and when.
+
+
+def _json(obj: object) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _check_dialect(dialect: str) -> None:
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+
+
+def _default_id(answer: Answer, dialect: str) -> str:
+    digest = f"{zlib.crc32(answer.text.encode('utf-8')):08x}"
+    return f"msg_sim{digest}" if dialect == "anthropic" else f"chatcmpl-sim{digest}"
+
+
+def _resume_index(resume_after_id: int | str | None) -> int:
+    """Return how many tokens the client already has (Last-Event-ID k means 0..k)."""
+    if resume_after_id is None or resume_after_id == "":
+        return 0
+    if isinstance(resume_after_id, str):
+        text = resume_after_id.strip()
+        if not (text.isascii() and text.isdigit()):
+            raise ValueError(
+                f"resume_after_id must be a token index such as '4', got {resume_after_id!r}"
+            )
+        resume_after_id = int(text)
+    if isinstance(resume_after_id, bool) or not isinstance(resume_after_id, int):
+        raise ValueError(f"resume_after_id must be an int, got {resume_after_id!r}")
+    if resume_after_id < 0:
+        raise ValueError(f"resume_after_id must be 0 or more, got {resume_after_id}")
+    return resume_after_id + 1
+
+
+def _openai_chunk(
+    delta: dict, finish_reason: str | None, *, rid: str, created: int, model: str, usage: bool
+) -> bytes:
+    chunk = {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+    }
+    if usage:  # with stream_options.include_usage every chunk says "usage": null
+        chunk["usage"] = None
+    return sse.encode(_json(chunk))
+
+
+def _anthropic_event(obj: dict) -> bytes:
+    return sse.encode(_json(obj), event=obj["type"])
+
+
+def _plan(
+    answer: Answer,
+    dialect: str,
+    *,
+    first_index: int,
+    include_usage: bool,
+    model: str,
+    created: int,
+    rid: str,
+    retry_ms: int | None,
+) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    """Return the writes of one stream without times: opening, one per token, closing."""
+    tokens = answer.tokens[first_index:]
+    n_sent = len(tokens)
+    opening: list[bytes] = []
+    per_token: list[bytes] = []
+    closing: list[bytes] = []
+    if dialect == "lesson" or dialect == "eventsource":
+        if dialect == "eventsource" and retry_ms is not None:
+            # A block with only a retry: field sets the reconnection delay and
+            # dispatches nothing (an empty data: line would dispatch "").
+            if isinstance(retry_ms, bool) or not isinstance(retry_ms, int) or retry_ms < 0:
+                raise ValueError(f"retry_ms must be a whole number of ms or None, got {retry_ms!r}")
+            opening.append(f"retry: {retry_ms}\n\n".encode())
+        for offset, token in enumerate(tokens):
+            payload: dict = {"delta": token}
+            if offset == n_sent - 1:
+                payload["finish_reason"] = answer.finish_reason  # the last token says why
+            event_id = str(first_index + offset) if dialect == "eventsource" else None
+            per_token.append(sse.encode(_json(payload), id=event_id))
+        if not tokens:
+            closing.append(sse.encode(_json({"delta": "", "finish_reason": answer.finish_reason})))
+        if dialect == "eventsource":
+            closing.append(sse.encode("[DONE]", event="done", id=str(len(answer.tokens))))
+        else:
+            closing.append(sse.encode("[DONE]"))
+    elif dialect == "openai":
+        common = {"rid": rid, "created": created, "model": model, "usage": include_usage}
+        opening.append(_openai_chunk({"role": "assistant", "content": ""}, None, **common))
+        for token in tokens:
+            per_token.append(_openai_chunk({"content": token}, None, **common))
+        closing.append(_openai_chunk({}, answer.finish_reason, **common))
+        if include_usage:
+            usage_chunk = {
+                "id": rid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [],
+                "usage": answer.usage(),
+            }
+            closing.append(sse.encode(_json(usage_chunk)))
+        closing.append(sse.encode("[DONE]"))
+    else:  # anthropic
+        message = {
+            "id": rid,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": answer.prompt_tokens, "output_tokens": 0},
+        }
+        opening.append(_anthropic_event({"type": "message_start", "message": message}))
+        opening.append(
+            _anthropic_event(
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                }
+            )
+        )
+        for token in tokens:
+            per_token.append(
+                _anthropic_event(
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": token},
+                    }
+                )
+            )
+        closing.append(_anthropic_event({"type": "content_block_stop", "index": 0}))
+        closing.append(
+            _anthropic_event(
+                {
+                    "type": "message_delta",
+                    "delta": {
+                        "stop_reason": _ANTHROPIC_STOP[answer.finish_reason],
+                        "stop_sequence": None,
+                    },
+                    "usage": {"output_tokens": answer.completion_tokens},
+                }
+            )
+        )
+        closing.append(_anthropic_event({"type": "message_stop"}))
+    return opening, per_token, closing
+
+
+def stream_writes(
+    answer: Answer,
+    dialect: str,
+    *,
+    prefill_ms: float = 300,
+    per_token_ms: float = 40,
+    jitter_ms: float = 0,
+    seed: int = 0,
+    heartbeat_ms: float | None = None,
+    include_usage: bool = False,
+    model: str = "lessonkit-sim",
+    created: int = 1_700_000_000,
+    response_id: str | None = None,
+    resume_after_id: int | str | None = None,
+    retry_ms: int | None = 3000,
+) -> Iterator[tuple[float, bytes]]:
+    """Yield every write of a streamed answer as (at_ms, bytes), in order; never sleeps.
+
+    Dialects: "lesson" (`data: {"delta": t}` ... `data: [DONE]`), "openai"
+    (chat.completion.chunk objects, optional usage chunk, `[DONE]`), "anthropic"
+    (named events message_start ... message_stop) and "eventsource" (the
+    lesson's events with `id: <token index>`, a leading `retry:` and a final
+    `event: done`). In "lesson" and "eventsource" the last token's event also
+    carries "finish_reason". `include_usage` is OpenAI's
+    stream_options.include_usage (Anthropic always reports usage).
+
+    `resume_after_id` (eventsource only, the Last-Event-ID) skips tokens
+    0..resume_after_id: the server reads the prompt plus the text already sent
+    (a new prefill) and generates the rest, so the reconnect has no gap and no
+    duplicate. See the module docstring for when each write happens.
+    """
+    _check_dialect(dialect)
+    if heartbeat_ms is not None and heartbeat_ms <= 0:
+        raise ValueError(
+            f"heartbeat_ms must be a positive number of ms or None, got {heartbeat_ms!r}"
+        )
+    first_index = 0
+    if resume_after_id is not None:
+        if dialect != "eventsource":
+            raise ValueError(
+                "resume_after_id only applies to the 'eventsource' dialect "
+                f"(its events carry ids); got dialect {dialect!r}"
+            )
+        first_index = min(_resume_index(resume_after_id), len(answer.tokens))
+    n_sent = len(answer.tokens) - first_index
+    times = token_times_ms(
+        n_sent, prefill_ms=prefill_ms, per_token_ms=per_token_ms, jitter_ms=jitter_ms, seed=seed
+    )
+    rid = response_id if response_id is not None else _default_id(answer, dialect)
+    opening, per_token, closing = _plan(
+        answer,
+        dialect,
+        first_index=first_index,
+        include_usage=include_usage,
+        model=model,
+        created=created,
+        rid=rid,
+        retry_ms=retry_ms,
+    )
+    end_ms = times[-1] if times else float(prefill_ms)
+    schedule = [(0.0, data) for data in opening]
+    schedule += list(zip(times, per_token, strict=True))
+    schedule += [(end_ms, data) for data in closing]
+
+    last_ms = 0.0  # the headers went out at 0 ms
+    for at_ms, data in schedule:
+        if heartbeat_ms is not None:
+            while last_ms + heartbeat_ms < at_ms:
+                last_ms += heartbeat_ms
+                yield last_ms, sse.comment("ping")
+        yield at_ms, data
+        last_ms = max(last_ms, at_ms)
+
+
+def wire_bytes(answer: Answer, dialect: str, **options: object) -> bytes:
+    """Return all bytes of a streamed answer joined, as a recording of the wire."""
+    return b"".join(data for _, data in stream_writes(answer, dialect, **options))  # type: ignore[arg-type]
+
+
+def blocking_body(
+    answer: Answer,
+    dialect: str,
+    *,
+    prefill_ms: float = 300,
+    per_token_ms: float = 40,
+    model: str = "lessonkit-sim",
+    created: int = 1_700_000_000,
+    response_id: str | None = None,
+) -> tuple[float, bytes]:
+    """Return (at_ms when the whole answer exists, the JSON body of a non-streaming reply).
+
+    "openai": a chat.completion object; "anthropic": a message object;
+    "lesson": {"text", "finish_reason", "usage"}. Nothing can be sent before
+    the last token is generated: at_ms = prefill_ms + n_tokens * per_token_ms.
+    """
+    _check_dialect(dialect)
+    times = token_times_ms(len(answer.tokens), prefill_ms=prefill_ms, per_token_ms=per_token_ms)
+    at_ms = times[-1] if times else float(prefill_ms)
+    rid = response_id if response_id is not None else _default_id(answer, dialect)
+    if dialect == "openai":
+        body: dict = {
+            "id": rid,
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": answer.text, "refusal": None},
+                    "finish_reason": answer.finish_reason,
+                    "logprobs": None,
+                }
+            ],
+            "usage": answer.usage(),
+        }
+    elif dialect == "anthropic":
+        body = {
+            "id": rid,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": answer.text}],
+            "stop_reason": _ANTHROPIC_STOP[answer.finish_reason],
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": answer.prompt_tokens,
+                "output_tokens": answer.completion_tokens,
+            },
+        }
+    elif dialect == "lesson":
+        body = {"text": answer.text, "finish_reason": answer.finish_reason, "usage": answer.usage()}
+    else:
+        raise ValueError(
+            "'eventsource' is a streaming-only dialect (EventSource cannot read one JSON body); "
+            "use 'lesson' for a blocking reply"
+        )
+    return at_ms, _json(body).encode("utf-8")
