@@ -35,10 +35,14 @@ $(SETTINGS): jupyter/overrides.json $(STAMP)
 	@mkdir -p $(dir $(SETTINGS))
 	@cp jupyter/overrides.json $(SETTINGS)
 
+# Root (a container, CI) needs --allow-root; everyone else never sees it.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: setup
-	@echo "Opening the course at http://127.0.0.1:$(PORT)/lab (Ctrl-C twice to stop)"
+	@echo "Starting JupyterLab on port $(PORT); open the http://127.0.0.1:$(PORT)/lab?token=... URL it prints below."
+	@echo "(Ctrl-C twice to stop; another port: make lab PORT=8899)"
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--ServerApp.port_retries=0 --ServerApp.root_dir=. notebooks/00_start_here.ipynb
+		--ServerApp.port_retries=0 --ServerApp.root_dir=. $(ALLOW_ROOT) notebooks/00_start_here.ipynb
 
 lint: setup
 	$(BIN)/ruff check $(LINTED)
