@@ -8,7 +8,11 @@ import os
 import subprocess
 import sys
 
+import anthropic
 import anthropic.types
+import httpx
+import httpx2
+import openai
 import openai.types.chat
 import pydantic
 import pytest
@@ -393,3 +397,79 @@ def test_a_resume_id_that_is_not_a_token_index_is_refused():
 def test_resume_after_id_is_refused_outside_the_eventsource_dialect():
     with pytest.raises(ValueError, match="eventsource"):
         list(stream_writes(RUNNING, "openai", resume_after_id=2))
+
+
+# --- the official SDKs end to end, over an in-memory transport (no sockets) ---------
+
+
+def sdk_handler(response_class, answer: Answer):
+    """Return a transport handler that answers like our server, in 7-byte pieces."""
+
+    def handle(request):
+        body = json.loads(request.content)
+        dialect = "anthropic" if request.url.path.endswith("/messages") else "openai"
+        if body.get("stream"):
+            include_usage = bool(body.get("stream_options", {}).get("include_usage"))
+            wire = wire_bytes(answer, dialect, include_usage=include_usage, heartbeat_ms=10)
+            headers = {"content-type": "text/event-stream"}
+            return response_class(200, headers=headers, content=iter(cut(wire, 7)))
+        _, json_body = blocking_body(answer, dialect)
+        return response_class(200, headers={"content-type": "application/json"}, content=json_body)
+
+    return handle
+
+
+def openai_client(answer: Answer) -> openai.OpenAI:
+    transport = httpx.MockTransport(sdk_handler(httpx.Response, answer))
+    return openai.OpenAI(
+        base_url="http://127.0.0.1:9/v1", api_key="x", http_client=httpx.Client(transport=transport)
+    )
+
+
+def anthropic_client(answer: Answer) -> anthropic.Anthropic:
+    # anthropic 2.x ships its own fork of httpx, httpx2, and accepts only its clients
+    transport = httpx2.MockTransport(sdk_handler(httpx2.Response, answer))
+    return anthropic.Anthropic(
+        base_url="http://127.0.0.1:9", api_key="x", http_client=httpx2.Client(transport=transport)
+    )
+
+
+MESSAGES = [{"role": "user", "content": "Where is my parcel right now?"}]
+
+
+def test_the_openai_sdk_streams_the_answer_with_finish_reason_and_usage():
+    stream = openai_client(CUT_SHORT).chat.completions.create(
+        model="m", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+    )
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == CUT_SHORT.text
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].usage.completion_tokens == 5
+
+
+def test_the_openai_sdk_stream_helper_assembles_the_final_completion():
+    answer = answer_for("Where is my parcel right now?")
+    with openai_client(answer).chat.completions.stream(model="m", messages=MESSAGES) as stream:
+        completion = stream.get_final_completion()
+    assert completion.choices[0].message.content == answer.text
+    assert completion.choices[0].finish_reason == "stop"
+
+
+def test_the_openai_sdk_reads_the_blocking_body():
+    completion = openai_client(RUNNING).chat.completions.create(model="m", messages=MESSAGES)
+    assert completion.choices[0].message.content == RUNNING_ANSWER
+
+
+def test_the_anthropic_sdk_stream_helper_assembles_the_final_message():
+    client = anthropic_client(CUT_SHORT)
+    with client.messages.stream(model="m", max_tokens=5, messages=MESSAGES) as stream:
+        text = "".join(stream.text_stream)
+        message = stream.get_final_message()
+    assert text == message.content[0].text == CUT_SHORT.text
+    assert (message.stop_reason, message.usage.output_tokens) == ("max_tokens", 5)
+
+
+def test_the_anthropic_sdk_reads_the_blocking_body():
+    message = anthropic_client(RUNNING).messages.create(model="m", max_tokens=50, messages=MESSAGES)
+    assert message.content[0].text == RUNNING_ANSWER
