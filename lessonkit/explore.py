@@ -743,10 +743,11 @@ def cancel_view(
 
 
 def cancel_readouts(view: CancelView) -> dict[str, str]:
-    """Return the cancel explorer's readouts by name: generated, saved, time, cost."""
+    """Return the cancel explorer's readouts by name: generated, saved, time, cost, seen."""
     spent = view.usd_per_thousand_answers(view.tokens_generated)
     saved = view.usd_per_thousand_answers(view.tokens_saved)
     return {
+        "seen": f"the user saw: {_tail(view.seen_text, 90)!r}",
         "generated": f"generated before the stop: {view.tokens_generated} of {view.n_tokens} tokens",
         "saved": f"never generated: {view.tokens_saved} tokens",
         "time": f"GPU time saved: {view.generation_ms_saved / 1000:,.1f} s",
@@ -761,8 +762,8 @@ def cancel_text(view: CancelView) -> str:
     """Return a plain-text summary of a cancel point (the explorer's headless twin)."""
     r = cancel_readouts(view)
     return "\n".join(
-        [f"stop at {view.cancel_at_ms:,.0f} ms: the user saw {_tail(view.seen_text, 60)!r}"]
-        + [f"  {r[k]}" for k in ("generated", "saved", "time", "cost")]
+        [f"stop at {view.cancel_at_ms:,.0f} ms"]
+        + [f"  {r[k]}" for k in ("seen", "generated", "saved", "time", "cost")]
     )
 
 
@@ -1352,3 +1353,56 @@ def walk_step_html(step: WalkStep) -> str:
         f'<pre style="white-space:pre-wrap;color:#333">{_esc(step.explain)}</pre>'
         f"<div>screen: <code>{_esc(step.screen) or '(nothing yet)'}</code></div></div>"
     )
+
+
+# --- readouts: what each explorer widget shows for given control values ---
+
+
+def stepper_readouts(
+    wire: bytes, *, chunk_bytes: int, positions_text: str = "", step: int = 1
+) -> dict[str, str]:
+    """Return the arrival stepper's readouts (cuts, arrival, events, buffer, screen) for one step.
+
+    `step` is clamped to the number of arrivals, so a slider left past the end shows the last one.
+    """
+    cuts = stepper_cuts(len(wire), chunk_bytes=chunk_bytes, positions_text=positions_text)
+    steps = arrival_steps(wire, cuts)
+    current = steps[max(1, min(step, len(steps))) - 1]
+    events = [show_newlines(e) for e in current.events]
+    return {
+        "cuts": f"cuts after bytes {list(cuts)} -> {len(steps)} arrivals",
+        "arrival": f"arrival {current.number}/{len(steps)}: {show_newlines(current.chunk)!r}",
+        "events": f"events completed: {events}" if events else "events completed: none yet",
+        "buffer": f"buffer: {show_newlines(current.state.buffer)!r}",
+        "screen": f"screen: {current.state.text!r}"
+        + (" (complete)" if current.state.done else " (streaming)"),
+        "arrivals": str(len(steps)),
+    }
+
+
+def utf8_readouts(text: str, cut_at_byte: int) -> dict[str, str]:
+    """Return the UTF-8 explorer's readouts (bytes, per-chunk, replace, incremental) for one cut."""
+    frame = utf8_frame(text, cut_at_byte)
+    table = "  ".join(f"{ch!r}={hex_bytes}" for ch, _, hex_bytes in utf8_bytes_table(text))
+    where = "inside a character" if frame.inside_character else "between characters"
+    first, second = frame.pieces
+    return {
+        "bytes": f"{len(text.encode())} bytes: {table}",
+        "cut": f"cut after byte {cut_at_byte} ({where}): {first!r} | {second!r}",
+        "per_chunk": "per-chunk decode: " + " | ".join(frame.per_chunk_strict),
+        "replace": "per-chunk, errors='replace': " + " | ".join(frame.per_chunk_replace),
+        "incremental": "incremental decoder: "
+        + " | ".join(repr(t) for t in frame.incremental)
+        + f" -> {''.join(frame.incremental)!r}",
+    }
+
+
+def drop_readouts(wire: bytes, n_bytes: int) -> dict[str, str]:
+    """Return the drop explorer's readouts (screen, complete flag, held bytes) for one drop point."""
+    frame = drop_frame(wire, n_bytes)
+    return {
+        "position": f"dropped after {frame.n_bytes} of {frame.total_bytes} bytes",
+        "screen": f"on screen: {frame.text!r}",
+        "complete": f"complete={frame.complete}",
+        "held": f"held back (never shown): {show_newlines(frame.held)!r}",
+    }

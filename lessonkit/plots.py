@@ -4,3 +4,262 @@ Every function returns a Figure and never calls plt.show().
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from matplotlib.figure import Figure
+
+# ---------------------------------------------------------------------------
+# Lessons 03-05: every-cut strips, the drop staircase, arrival times
+# ---------------------------------------------------------------------------
+
+VERDICT_COLOURS = {"ok": "#009E73", "wrong": "#E69F00", "error": "#CC79A7"}  # Okabe-Ito
+
+
+def _verdict_strip(ax, rows, xs, xlabel: str) -> None:
+    from matplotlib.colors import ListedColormap
+
+    names = list(rows)
+    codes = {"ok": 0, "wrong": 1, "error": 2}
+    grid = [[codes[v] for v in rows[name]] for name in names]
+    cmap = ListedColormap(
+        [VERDICT_COLOURS["ok"], VERDICT_COLOURS["wrong"], VERDICT_COLOURS["error"]]
+    )
+    step = xs[1] - xs[0] if len(xs) > 1 else 1
+    extent = (xs[0] - step / 2, xs[-1] + step / 2, len(names) - 0.5, -0.5)
+    ax.imshow(
+        grid, aspect="auto", cmap=cmap, vmin=0, vmax=2, interpolation="nearest", extent=extent
+    )
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xlabel(xlabel)
+
+
+def plot_cut_verdicts(
+    cut_rows: Mapping[str, Sequence[str]],
+    size_rows: Mapping[str, Sequence[str]],
+    sizes: Sequence[int],
+) -> Figure:
+    """Return a two-panel strip chart: reader verdicts for every cut position and every chunk size.
+
+    Each row is a reader; each column a cut. Green = right text and flag, orange = wrong
+    text, vermillion = the reader raised an exception.
+    """
+    from matplotlib.patches import Patch
+
+    fig = Figure(figsize=(9, 4.6), layout="constrained")
+    top, bottom = fig.subplots(2, 1)
+    n_positions = len(next(iter(cut_rows.values())))
+    _verdict_strip(
+        top, cut_rows, list(range(n_positions)), "cut position (bytes): [wire[:i], wire[i:]]"
+    )
+    top.set_title("One cut at every position")
+    _verdict_strip(bottom, size_rows, list(sizes), "chunk size (bytes): network.cut(wire, size)")
+    bottom.set_title("Every chunk size")
+    handles = [Patch(color=c, label=label) for label, c in VERDICT_COLOURS.items()]
+    fig.legend(handles=handles, loc="outside right upper", title="result")
+    return fig
+
+
+def plot_drop_staircase(
+    lengths: Sequence[int], *, mark_bytes: int | None = None, event_ends: Sequence[int] = ()
+) -> Figure:
+    """Return the characters on screen against the byte after which the connection drops."""
+    fig = Figure(figsize=(8, 3.4), layout="constrained")
+    ax = fig.subplots()
+    ax.step(range(len(lengths)), lengths, where="post", color="#0072B2", label="text on screen")
+    for end in event_ends:
+        ax.axvline(end, color="#999999", linewidth=0.6, linestyle=":")
+    if mark_bytes is not None:
+        ax.axvline(
+            mark_bytes, color="#D55E00", linewidth=1.5, label=f"drop after {mark_bytes} bytes"
+        )
+        ax.plot([mark_bytes], [lengths[min(mark_bytes, len(lengths) - 1)]], "o", color="#D55E00")
+    ax.set_xlabel("connection drops after this many bytes")
+    ax.set_ylabel("characters on screen")
+    ax.set_xlim(0, len(lengths) - 1)
+    ax.set_ylim(0, max(lengths) * 1.1 + 1)
+    ax.set_title("Only whole events reach the screen: a staircase")
+    ax.legend(loc="upper left")
+    return fig
+
+
+def plot_arrival_curves(
+    series: Mapping[str, Sequence[tuple[float, int]]], *, title: str, x_max_ms: float | None = None
+) -> Figure:
+    """Return bytes received against time (ms) for each named series of (at_ms, n_bytes) arrivals."""
+    colours = ["#0072B2", "#D55E00", "#009E73", "#CC79A7"]
+    fig = Figure(figsize=(8, 3.4), layout="constrained")
+    ax = fig.subplots()
+    for (name, arrivals), colour in zip(series.items(), colours, strict=False):
+        times = [0.0] + [at_ms for at_ms, _ in arrivals]
+        totals = [0]
+        for _, n_bytes in arrivals:
+            totals.append(totals[-1] + n_bytes)
+        ax.step(times, totals, where="post", color=colour, label=name)
+        ax.plot(times[1:], totals[1:], ".", color=colour)
+    ax.set_xlabel("time since the request (ms)")
+    ax.set_ylabel("bytes received")
+    if x_max_ms is not None:
+        ax.set_xlim(0, x_max_ms)
+    ax.set_title(title)
+    ax.legend(loc="upper left")
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Lessons 01-02: the response timeline, stopping early, measured vs model, idle timeouts
+# ---------------------------------------------------------------------------
+
+OKABE_ITO = {
+    "orange": "#E69F00",
+    "sky": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+    "black": "#000000",
+    "grey": "#999999",
+}
+
+
+def plot_timeline(view) -> Figure:
+    """Return the blocking and streaming timelines of one answer, TTFT and total marked.
+
+    `view` is a lessonkit.explore.TimelineView: its t_ms is drawn as a moving line.
+    """
+    c = OKABE_ITO
+    timings = view.timings
+    fig = Figure(figsize=(8, 3.0), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    latency, prefill = view.latency_ms, view.prefill_ms
+    for row in (0, 1):
+        if latency:
+            ax.barh(row, latency, left=0, height=0.5, color=c["grey"], label=None)
+        ax.barh(row, prefill, left=latency, height=0.5, color=c["orange"])
+    # streaming (row 1): every token visible at its own time
+    ax.vlines(
+        view.arrival_ms, 0.75, 1.25, color=c["blue"], linewidth=1 if view.n_tokens < 60 else 0.3
+    )
+    # blocking (row 0): a spinner until everything arrives at once
+    ax.barh(0, timings.total_ms - latency - prefill, left=latency + prefill, height=0.5,
+            color=c["sky"], hatch="//", edgecolor="white")  # fmt: skip
+    ax.axvline(timings.streaming_first_ms, color=c["blue"], linestyle="--", linewidth=1.2)
+    ax.axvline(timings.total_ms, color=c["vermillion"], linestyle="--", linewidth=1.2)
+    ax.axvline(view.t_ms, color=c["black"], linewidth=1.5)
+    ax.text(timings.streaming_first_ms, 1.45, f" TTFT {timings.streaming_first_ms:,.0f} ms",
+            color=c["blue"], va="center", fontsize=9)  # fmt: skip
+    ax.text(timings.total_ms, -0.5, f"total {timings.total_ms:,.0f} ms ",
+            color=c["vermillion"], va="center", ha="right", fontsize=9)  # fmt: skip
+    ax.set_yticks([0, 1], ["blocking", "streaming"])
+    ax.set_ylim(-0.75, 1.7)
+    ax.set_xlim(0, view.t_max_ms)
+    ax.set_xlabel(f"time since the request was sent (ms); now t = {view.t_ms:,.0f} ms")
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [
+        Patch(color=c["orange"], label="prefill (reading the prompt)"),
+        Patch(facecolor=c["sky"], hatch="//", edgecolor="white", label="blocking: spinner"),
+        Line2D([], [], color=c["blue"], label="streaming: a token appears"),
+        Line2D([], [], color=c["black"], label="now (t)"),
+    ]
+    if latency:
+        handles.insert(0, Patch(color=c["grey"], label="network latency"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    return fig
+
+
+def plot_cancel(view) -> Figure:
+    """Return one bar of the answer's tokens: generated before the stop vs never generated.
+
+    `view` is a lessonkit.explore.CancelView.
+    """
+    c = OKABE_ITO
+    fig = Figure(figsize=(8, 1.9), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    ax.barh(0, view.tokens_generated, color=c["blue"], label="generated (paid for)")
+    ax.barh(0, view.tokens_saved, left=view.tokens_generated, color=c["sky"], hatch="..",
+            edgecolor="white", label="never generated (saved)")  # fmt: skip
+    ax.set_xlim(0, view.n_tokens)
+    ax.set_yticks([])
+    ax.set_xlabel(f"output tokens of the answer (the user stops at {view.cancel_at_ms:,.0f} ms)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.55), ncol=2, frameon=False, fontsize=8)
+    return fig
+
+
+def plot_measured_vs_model(
+    streamed_ms: Sequence[float],
+    blocking_ms: float,
+    model_ms: Sequence[float],
+    *,
+    title: str = "",
+) -> Figure:
+    """Return text pieces on screen against time: measured streaming and blocking vs the model.
+
+    streamed_ms: when each streamed piece arrived; blocking_ms: when the blocking
+    body arrived; model_ms: when the formula says each token is visible.
+    """
+    c = OKABE_ITO
+    fig = Figure(figsize=(8, 3.4), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    n = max(len(streamed_ms), len(model_ms))
+    if model_ms:
+        ax.step([0, *model_ms], range(len(model_ms) + 1), where="post", color=c["grey"],
+                linewidth=3, alpha=0.6, label="formula: prefill + (i+1) x per_token")  # fmt: skip
+    if streamed_ms:
+        ax.step([0, *streamed_ms], range(len(streamed_ms) + 1), where="post", color=c["blue"],
+                label="measured: streaming")  # fmt: skip
+    ax.step([0, blocking_ms], [0, n], where="post", color=c["vermillion"], linestyle="--",
+            label="measured: blocking")  # fmt: skip
+    ax.set_xlabel("time since the request was sent (ms)")
+    ax.set_ylabel("text pieces on screen")
+    ax.set_ylim(0, n * 1.08 + 0.5)
+    ax.set_xlim(0, max([blocking_ms, *streamed_ms, *model_ms]) * 1.05)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    return fig
+
+
+def plot_idle_silences(reports: Mapping[str, object]) -> Figure:
+    """Return one row per response: its writes, and every silence longer than the proxy allows.
+
+    `reports` maps a label to a lessonkit.explore.IdleReport (all with the same timeout).
+    """
+    c = OKABE_ITO
+    labels = list(reports)
+    fig = Figure(figsize=(8, 0.75 * len(labels) + 1.3), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    end_s = max((r.write_ms[-1] if r.write_ms else 0) for r in reports.values()) / 1000
+    for row, label in enumerate(labels):
+        r = reports[label]
+        y = len(labels) - 1 - row
+        last = 0.0
+        for at_ms in r.write_ms:
+            too_long = at_ms - last > r.idle_timeout_ms
+            ax.plot([last / 1000, at_ms / 1000], [y, y], linewidth=6 if too_long else 2,
+                    color=c["vermillion"] if too_long else c["sky"], solid_capstyle="butt")  # fmt: skip
+            last = at_ms
+        data_s = [t / 1000 for t, beat in zip(r.write_ms, r.is_heartbeat, strict=True) if not beat]
+        beat_s = [t / 1000 for t, beat in zip(r.write_ms, r.is_heartbeat, strict=True) if beat]
+        ax.plot(data_s, [y] * len(data_s), "|", color=c["blue"], markersize=14)
+        ax.plot(beat_s, [y] * len(beat_s), "o", color=c["green"], markersize=6)
+        if r.cut_at_ms is not None:
+            ax.plot([r.cut_at_ms / 1000], [y], "X", color=c["black"], markersize=11)
+    from matplotlib.lines import Line2D
+
+    handles = [
+        Line2D([], [], color=c["blue"], marker="|", linestyle="", markersize=12, label="data"),
+        Line2D([], [], color=c["green"], marker="o", linestyle="", label=": ping heartbeat"),
+        Line2D([], [], color=c["sky"], linewidth=2, label="short silence"),
+        Line2D([], [], color=c["vermillion"], linewidth=6, label="silence > idle timeout"),
+        Line2D([], [], color=c["black"], marker="X", linestyle="", label="proxy closes"),
+    ]
+    timeout_s = next(iter(reports.values())).idle_timeout_ms / 1000
+    ax.set_yticks(range(len(labels)), list(reversed(labels)))
+    ax.set_ylim(-0.6, len(labels) - 0.4)
+    ax.set_xlim(0, end_s * 1.03)
+    ax.set_xlabel(f"time since the request (s); the proxy's idle timeout is {timeout_s:g} s")
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    return fig
