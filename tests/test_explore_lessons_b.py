@@ -1,0 +1,372 @@
+"""Tests for the explorers of notebooks 03-05: reader steps, UTF-8 cuts, drops, buggy readers,
+the stable markdown renderer, their plots, widgets and the browser demo widget."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from matplotlib.figure import Figure
+
+from lessonkit import browser_demo, explore, network, plots, render, widgets
+from lessonkit.client import read_stream
+
+WIRE = explore.lesson_wire()
+
+
+def lesson_style_wire(tokens):
+    events = [": ping"] + ["data: " + json.dumps({"delta": t}, ensure_ascii=False) for t in tokens]
+    events.append("data: [DONE]")
+    return ("\n\n".join(events) + "\n\n").encode("utf-8")
+
+
+# --- the wires -------------------------------------------------------------------------------
+
+
+def test_practice_wire_is_the_lessons_bytes_with_raw_utf8():
+    assert WIRE == lesson_style_wire(["Your", " café", " order", " ships", "."])
+    assert "é".encode() in WIRE
+
+
+def test_worked_example_cuts_give_half_an_event_then_two_events_and_da_then_the_rest():
+    wire, cuts = explore.worked_example()
+    first, second, third = network.cut_at(wire, cuts)
+    assert b"\n\n" not in first
+    assert second.count(b"\n\n") == 2 and second.endswith(b"da")
+    assert third == b"ta: [DONE]\n\n"
+
+
+# --- the reader you can watch ----------------------------------------------------------------
+
+
+def test_first_arrival_completes_no_event_and_stays_in_the_buffer():
+    wire, cuts = explore.worked_example()
+    step = explore.arrival_steps(wire, cuts)[0]
+    assert step.events == () and step.state.buffer == wire[: cuts[0]].decode()
+    assert step.state.text == ""
+
+
+def test_second_arrival_renders_two_tokens_and_keeps_da():
+    wire, cuts = explore.worked_example()
+    step = explore.arrival_steps(wire, cuts)[1]
+    assert step.deltas == ("Your", " order")
+    assert step.state.buffer == "da"
+
+
+def test_third_arrival_marks_the_answer_complete():
+    wire, cuts = explore.worked_example()
+    last = explore.arrival_steps(wire, cuts)[-1]
+    assert last.state.done and last.state.text == "Your order" and last.state.buffer == ""
+
+
+def test_feed_reader_holds_half_a_character_in_held_bytes():
+    fed = explore.feed_reader(explore.ReaderState(), "caf\u00e9".encode()[:4])
+    assert fed.state.buffer == "caf" and fed.state.held_bytes == b"\xc3"
+
+
+def test_lesson_reader_agrees_with_lessonkit_client_at_every_cut():
+    for chunks in network.every_cut(WIRE):
+        reply = read_stream(chunks, "lesson")
+        assert explore.lesson_read_stream(chunks) == (reply.text, reply.complete)
+
+
+@given(seed=st.integers(0, 10_000))
+def test_lesson_reader_gives_the_same_text_for_random_cuts(seed):
+    chunks = network.random_cuts(WIRE, seed=seed, max_piece_bytes=9)
+    assert explore.lesson_read_stream(chunks) == ("Your café order ships.", True)
+
+
+def test_unknown_decode_mode_is_a_value_error_naming_the_choices():
+    with pytest.raises(ValueError, match="incremental"):
+        explore.feed_reader(explore.ReaderState(), b"", decode="latin-1")
+
+
+# --- the classic bugs ------------------------------------------------------------------------
+
+
+def test_per_chunk_decode_raises_on_the_five_byte_run_only():
+    read = explore.BUGGY_READERS["per-chunk decode"]
+    assert read(network.cut(WIRE, 1000)) == ("Your café order ships.", True)
+    with pytest.raises(UnicodeDecodeError):
+        read(network.cut(WIRE, 5))
+
+
+def test_if_instead_of_while_shows_nothing_for_one_big_chunk():
+    read = explore.BUGGY_READERS["if instead of while"]
+    assert read(network.cut(WIRE, 1000)) == ("", False)
+
+
+def test_chunk_as_event_works_when_every_event_arrives_whole():
+    whole_events = [part + b"\n\n" for part in WIRE.split(b"\n\n")[:-1]]
+    assert explore.read_chunk_as_events(whole_events) == ("Your café order ships.", True)
+
+
+def test_chunk_as_event_fails_when_a_cut_lands_inside_an_event():
+    read = explore.BUGGY_READERS["chunk = event"]
+    assert explore.verdict(read, network.cut_at(WIRE, [20]), ("Your café order ships.", True)) == (
+        "error"
+    )
+
+
+def test_correct_reader_is_right_at_every_cut_and_every_bug_breaks_somewhere():
+    assert set(explore.every_cut_verdicts(explore.CORRECT_READER, WIRE)) == {"ok"}
+    for name, reader in explore.BUGGY_READERS.items():
+        cuts = explore.every_cut_verdicts(reader, WIRE)
+        sizes = explore.chunk_size_verdicts(reader, WIRE, range(1, 61))
+        assert set(cuts + sizes) != {"ok"}, name
+
+
+def test_per_chunk_decode_breaks_exactly_at_the_cut_inside_e_acute():
+    verdicts = explore.every_cut_verdicts(explore.BUGGY_READERS["per-chunk decode"], WIRE)
+    inside = WIRE.index("é".encode()) + 1
+    assert [i for i, v in enumerate(verdicts) if v != "ok"] == [inside]
+
+
+def test_summarize_verdicts_counts_each_kind():
+    assert explore.summarize_verdicts(["ok", "ok", "error"]) == "ok 2/3, error 1"
+
+
+# --- practice output and predictions ---------------------------------------------------------
+
+
+def test_practice_lines_reproduce_the_lessons_printed_output():
+    assert explore.practice_lines(explore.CORRECT_READER, WIRE) == [
+        " 1 chunks of up to 1000 bytes -> 'Your café order ships.' complete=True",
+        "10 chunks of up to   16 bytes -> 'Your café order ships.' complete=True",
+        "30 chunks of up to    5 bytes -> 'Your café order ships.' complete=True",
+        "dropped after 70 bytes       -> 'Your café' complete=False",
+    ]
+
+
+def test_practice_lines_report_an_exception_as_a_line():
+    lines = explore.practice_lines(explore.BUGGY_READERS["per-chunk decode"], WIRE)
+    assert lines[2].startswith("30 chunks of up to    5 bytes -> UnicodeDecodeError:")
+
+
+def test_compare_prediction_says_when_nothing_was_recorded():
+    verdict = explore.compare_prediction(explore.PREDICTION_PLACEHOLDER, "x")
+    assert verdict.startswith("no prediction recorded")
+
+
+def test_compare_prediction_confirms_a_matching_guess():
+    assert explore.compare_prediction(" 'Your' ", "'Your'").startswith("your prediction matches")
+
+
+# --- UTF-8 -----------------------------------------------------------------------------------
+
+
+def test_e_acute_is_two_bytes_and_an_emoji_four():
+    table = explore.utf8_bytes_table("é🙂a")
+    assert [n for _, n, _ in table] == [2, 4, 1]
+
+
+def test_a_cut_inside_a_character_breaks_per_chunk_decoding_but_not_the_incremental_decoder():
+    frame = explore.utf8_frame("café", 4)
+    assert frame.inside_character
+    assert frame.per_chunk_strict[0].startswith("UnicodeDecodeError")
+    assert frame.per_chunk_replace == ("caf\ufffd", "\ufffd")
+    assert frame.incremental == ("caf", "é")
+
+
+def test_a_cut_between_characters_decodes_the_same_three_ways():
+    frame = explore.utf8_frame("café", 3)
+    assert not frame.inside_character
+    assert frame.per_chunk_strict == frame.per_chunk_replace == frame.incremental == ("caf", "é")
+
+
+def test_utf8_frame_rejects_a_cut_outside_the_bytes():
+    with pytest.raises(ValueError, match="0..5"):
+        explore.utf8_frame("café", 6)
+
+
+# --- drops -----------------------------------------------------------------------------------
+
+
+def test_drop_after_70_bytes_shows_your_cafe_incomplete():
+    frame = explore.drop_frame(WIRE, 70)
+    assert (frame.text, frame.complete) == ("Your café", False)
+    assert frame.held == 'data: {"de'
+
+
+def test_drop_after_40_bytes_shows_your_incomplete():
+    frame = explore.drop_frame(WIRE, 40)
+    assert (frame.text, frame.complete) == ("Your", False)
+
+
+def test_staircase_only_rises_where_an_event_ends():
+    lengths = explore.drop_staircase(WIRE)
+    event_ends = {i + 2 for i in range(len(WIRE)) if WIRE[i : i + 2] == b"\n\n"}
+    rises = {i for i in range(1, len(lengths)) if lengths[i] != lengths[i - 1]}
+    assert rises <= event_ends and lengths[-1] == len("Your café order ships.")
+
+
+# --- stepper controls ------------------------------------------------------------------------
+
+
+def test_parse_cut_positions_sorts_and_drops_junk_and_out_of_range_offsets():
+    assert explore.parse_cut_positions("54, 19 x -3 19 999", 66) == (19, 54)
+
+
+def test_stepper_uses_the_chunk_size_when_no_positions_are_typed():
+    assert explore.stepper_cuts(40, chunk_bytes=16) == (16, 32)
+
+
+def test_stepper_readouts_clamp_a_step_past_the_end_to_the_last_arrival():
+    wire, _ = explore.worked_example()
+    values = explore.stepper_readouts(wire, chunk_bytes=100, step=5)
+    assert values["arrivals"] == "1" and values["screen"] == "screen: 'Your order' (complete)"
+
+
+def test_drop_readouts_show_the_flag_as_text():
+    assert explore.drop_readouts(WIRE, 150)["complete"] == "complete=True"
+
+
+# --- stable markdown rendering ---------------------------------------------------------------
+
+
+def screens(text: str) -> list[list[render.Span]]:
+    frames = [render.stable_render(text[:i]) for i in range(1, len(text) + 1)]
+    return frames + [render.stable_render(text, final=True)]
+
+
+def test_naive_rendering_rewrites_the_screen_and_stable_rendering_never_does():
+    frames = render.flicker_frames(render.split_tokens(render.FLICKER_ANSWER))
+    assert sum(f.naive_rewrote for f in frames) >= 3
+    assert not any(f.stable_rewrote for f in frames)
+
+
+def test_both_renderers_end_on_the_same_screen():
+    frames = render.flicker_frames(render.split_tokens(render.FLICKER_ANSWER))
+    assert frames[-1].naive == frames[-1].stable
+
+
+@given(st.text(alphabet="ab *`\n", max_size=18))
+def test_stable_rendering_only_ever_extends_the_screen(text):
+    assert render.rewrites(screens(text)) == 0
+
+
+def test_open_emphasis_is_held_back_until_it_closes():
+    assert render.to_text(render.stable_render("on **Mon")) == "on "
+    assert render.to_text(render.stable_render("on **Mon**")) == "on <b>Mon</b>"
+
+
+def test_an_open_fence_shows_as_a_code_block_minus_a_possible_closing_line():
+    spans = render.stable_render("see:\n```\nx = 1\n``")
+    assert spans[-1] == render.Span("codeblock", "x = 1")
+
+
+def test_a_star_before_a_space_is_a_literal_and_not_held_back():
+    assert render.to_text(render.stable_render("2 * 3 = 6")) == "2 * 3 = 6"
+
+
+def test_final_rendering_shows_an_unclosed_fence_as_code_to_the_end():
+    assert render.stable_render("```\nx", final=True) == [render.Span("codeblock", "x")]
+
+
+def test_to_html_escapes_text():
+    assert render.to_html([render.Span("code", "<b>")]) == "<code>&lt;b&gt;</code>"
+
+
+def test_split_tokens_gives_the_text_back():
+    assert "".join(render.split_tokens(render.FLICKER_ANSWER)) == render.FLICKER_ANSWER
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+
+def test_cut_verdict_plot_has_one_row_per_reader_in_each_panel():
+    rows = {name: explore.every_cut_verdicts(r, WIRE) for name, r in explore.READERS.items()}
+    sizes = list(range(1, 11))
+    size_rows = {n: explore.chunk_size_verdicts(r, WIRE, sizes) for n, r in explore.READERS.items()}
+    fig = plots.plot_cut_verdicts(rows, size_rows, sizes)
+    assert isinstance(fig, Figure)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == list(explore.READERS)
+
+
+def test_staircase_plot_labels_its_axes():
+    fig = plots.plot_drop_staircase(explore.drop_staircase(WIRE), mark_bytes=70)
+    ax = fig.axes[0]
+    assert "bytes" in ax.get_xlabel() and "characters" in ax.get_ylabel()
+
+
+def test_arrival_curve_plot_draws_one_line_per_series():
+    fig = plots.plot_arrival_curves({"a": [(10, 5)], "b": [(20, 5)]}, title="t")
+    assert len(fig.axes[0].get_legend().get_texts()) == 2
+
+
+# --- widgets: driven headless like a learner would -------------------------------------------
+
+
+def readout_text(box, css_class: str) -> str:
+    for child in box.children:
+        if css_class in child._dom_classes:
+            return child.value
+    raise AssertionError(f"no readout {css_class}")
+
+
+def control(box, css_class: str):
+    return next(c for c in box.children if css_class in c._dom_classes)
+
+
+def test_arrival_stepper_shows_the_buffer_of_the_chosen_arrival():
+    box = widgets.arrival_stepper()
+    assert "lk-arrival-stepper" in box._dom_classes
+    control(box, "lk-arrival-step").value = 2
+    assert "&#x27;da&#x27;" in readout_text(box, "lk-stepper-buffer")
+
+
+def test_arrival_stepper_falls_back_to_the_chunk_size_when_positions_are_cleared():
+    box = widgets.arrival_stepper()
+    control(box, "lk-cut-positions").value = ""
+    control(box, "lk-chunk-size").value = 30
+    assert "-&gt; 3 arrivals" in readout_text(box, "lk-stepper-cuts")
+    assert control(box, "lk-arrival-step").max == 3
+
+
+def test_utf8_explorer_updates_when_the_cut_moves():
+    box = widgets.utf8_explorer("café", 4)
+    assert "UnicodeDecodeError" in readout_text(box, "lk-utf8-per-chunk")
+    control(box, "lk-utf8-cut").value = 3
+    assert "UnicodeDecodeError" not in readout_text(box, "lk-utf8-per-chunk")
+
+
+def test_drop_explorer_shows_the_complete_flag_at_the_end():
+    box = widgets.drop_explorer()
+    control(box, "lk-drop-position").value = len(WIRE)
+    assert "complete=True" in readout_text(box, "lk-drop-complete")
+
+
+def test_flicker_demo_counts_rewrites_for_both_renderers():
+    box = widgets.flicker_demo()
+    assert "lk-flicker-demo" in box._dom_classes
+    assert "stable 0" in readout_text(box, "lk-flicker-count")
+
+
+def test_prediction_picker_starts_on_the_placeholder():
+    picker = widgets.prediction_picker(["a", "b"], css_class="lk-prediction-1")
+    assert picker.value == explore.PREDICTION_PLACEHOLDER
+    assert {"lk-prediction", "lk-prediction-1"} <= set(picker._dom_classes)
+
+
+# --- the browser demo ------------------------------------------------------------------------
+
+
+def test_browser_demo_script_names_the_classes_the_browser_tests_look_for():
+    script = Path(browser_demo.__file__).with_name("browser_demo.js").read_text()
+    for css_class in ("lk-browser-demo-", "lk-text", "lk-status", "lk-token"):
+        assert css_class in script
+    assert "{ stream: true }" in script and "EventSource" in script
+
+
+def test_browser_demo_strips_a_trailing_slash_from_the_base_url():
+    demo = browser_demo.BrowserStreamDemo("http://127.0.0.1:8000/")
+    assert demo.base_url == "http://127.0.0.1:8000"
+
+
+def test_browser_demo_description_names_both_browser_apis():
+    text = browser_demo.describe("http://127.0.0.1:8000")
+    assert "new EventSource" in text and "getReader" in text
