@@ -1,0 +1,450 @@
+"""Drives the course's own JupyterLab in headless Chromium: server, browser, notebooks.
+
+The fixtures in conftest.py build on these pieces. Nothing here touches the learner's
+Jupyter configuration: the server gets private config, data, runtime, settings and
+workspace folders in a temporary directory, and notebooks are opened from scratch
+copies so a browser run never rewrites a committed notebook.
+
+Every wait polls for a condition with a deadline; no sleep stands in for a condition.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import nbformat
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCRATCH_ROOT = REPO_ROOT / ".browser-scratch"
+ARTIFACTS_DIR = REPO_ROOT / "test-artifacts"
+
+DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+MISSING_BROWSER_HELP = (
+    "The browser tests need Chromium and none was found.\n"
+    "  On Debian/Ubuntu install it with:   sudo apt-get install chromium\n"
+    "  (the tests look for /usr/bin/chromium first, then a browser Playwright manages).\n"
+    "Then run the tests again."
+)
+
+# Shown by JupyterLab's widget renderer when a view cannot be built.
+WIDGET_FAILURE_TEXTS = ("Error displaying widget", "Loading widget...")
+STDERR_MIME = "application/vnd.jupyter.stderr"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+T = TypeVar("T")
+
+
+class ConditionTimeout(AssertionError):
+    """A polled condition did not hold before its deadline."""
+
+
+def wait_for(
+    probe: Callable[[], T],
+    *,
+    timeout_s: float,
+    interval_s: float = 0.1,
+    what: str,
+) -> T:
+    """Return probe()'s first truthy value; poll until timeout_s, then raise ConditionTimeout."""
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise ConditionTimeout(
+                f"timed out after {timeout_s:.0f} s waiting for {what}; last: {last!r}"
+            )
+        time.sleep(interval_s)  # the poll interval, not a guess at how long something takes
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser
+
+
+def find_browser(playwright_chromium_path: str | None = None) -> Path:
+    """Return the Chromium to drive: Debian's, else one Playwright manages; raise if neither."""
+    if DEBIAN_CHROMIUM.exists():
+        return DEBIAN_CHROMIUM
+    if playwright_chromium_path and Path(playwright_chromium_path).exists():
+        return Path(playwright_chromium_path)
+    raise FileNotFoundError(MISSING_BROWSER_HELP)
+
+
+# ---------------------------------------------------------------------------------------------
+# The JupyterLab server
+
+
+def free_loopback_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def jupyter_executable() -> Path:
+    """Return the course's own `jupyter` (the sibling of the running Python)."""
+    candidate = Path(sys.executable).with_name("jupyter")
+    if not candidate.exists():
+        raise FileNotFoundError(
+            f"{candidate} is missing; the browser tests need the course environment "
+            "(run `make test`, which sets it up)."
+        )
+    return candidate
+
+
+def write_private_lab_settings(settings_dir: Path) -> None:
+    """Write user settings that keep popups away (no news, no update check)."""
+    notification = settings_dir / "@jupyterlab" / "apputils-extension"
+    notification.mkdir(parents=True, exist_ok=True)
+    (notification / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+
+
+@dataclass
+class LabServer:
+    """A running JupyterLab: its process, URL and private folders."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    home: Path
+    log_path: Path
+
+    @classmethod
+    def start(cls, home: Path, *, startup_timeout_s: float = 90.0) -> LabServer:
+        """Return a started JupyterLab on a free loopback port, ready to serve its API."""
+        for key in ("config", "data", "runtime", "settings", "workspaces", "ipython"):
+            (home / key).mkdir(parents=True, exist_ok=True)
+        write_private_lab_settings(home / "settings")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "MPLBACKEND"))}
+        env.update(
+            JUPYTER_CONFIG_DIR=str(home / "config"),
+            JUPYTER_DATA_DIR=str(home / "data"),
+            JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+            JUPYTER_PLATFORM_DIRS="1",
+            IPYTHONDIR=str(home / "ipython"),
+            PYTHONUNBUFFERED="1",
+        )
+        last_error = ""
+        for attempt in range(3):
+            port = free_loopback_port()
+            log_path = home / f"jupyterlab-{attempt}.log"
+            command = [
+                str(jupyter_executable()),
+                "lab",
+                "--no-browser",
+                "--allow-root",
+                f"--port={port}",
+                "--ServerApp.port_retries=0",
+                "--ServerApp.ip=127.0.0.1",
+                "--IdentityProvider.token=",
+                "--ServerApp.password=",
+                "--ServerApp.disable_check_xsrf=True",
+                f"--ServerApp.root_dir={REPO_ROOT}",
+                f"--LabApp.user_settings_dir={home / 'settings'}",
+                f"--LabApp.workspaces_dir={home / 'workspaces'}",
+                "--LabApp.expose_app_in_browser=True",
+                "--ContentsManager.allow_hidden=True",
+            ]
+            log = log_path.open("wb")
+            process = subprocess.Popen(
+                command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+            log.close()
+            server = cls(process, f"http://127.0.0.1:{port}", home, log_path)
+            try:
+                wait_for(server.is_ready, timeout_s=startup_timeout_s, what="JupyterLab to start")
+                return server
+            except ConditionTimeout:
+                last_error = server.log_tail()
+                server.stop()
+        raise RuntimeError(f"JupyterLab did not start; its log ends with:\n{last_error}")
+
+    def is_ready(self) -> bool:
+        """Return True once /api/status answers; raise if the process died."""
+        if self.process.poll() is not None:
+            raise ConditionTimeout(f"JupyterLab exited with {self.process.returncode}")
+        try:
+            return httpx.get(f"{self.base_url}/api/status", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def log_tail(self, n_chars: int = 4000) -> str:
+        """Return the end of the server's log."""
+        try:
+            return self.log_path.read_text(errors="replace")[-n_chars:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """Stop the server process (SIGTERM, then SIGKILL after 15 s)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=15)
+
+    # -- REST API -------------------------------------------------------------------------------
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Return the response of one REST call to the server."""
+        response = httpx.request(method, f"{self.base_url}{path}", timeout=30, **kwargs)
+        response.raise_for_status()
+        return response
+
+    def sessions_for(self, notebook_path: str) -> list[dict[str, Any]]:
+        """Return the server's sessions whose notebook is notebook_path (relative to the root)."""
+        return [
+            s for s in self.api("GET", "/api/sessions").json() if s.get("path") == notebook_path
+        ]
+
+    def wait_kernel_idle(self, notebook_path: str, *, timeout_s: float = 120) -> dict[str, Any]:
+        """Return the notebook's session once its kernel reports execution_state idle."""
+
+        def idle_session() -> dict[str, Any] | None:
+            for session in self.sessions_for(notebook_path):
+                if (session.get("kernel") or {}).get("execution_state") == "idle":
+                    return session
+            return None
+
+        return wait_for(
+            idle_session, timeout_s=timeout_s, what=f"an idle kernel for {notebook_path}"
+        )
+
+    def close_sessions(self, notebook_path: str) -> None:
+        """Shut down every session (and so its kernel) opened on notebook_path."""
+        for session in self.sessions_for(notebook_path):
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Scratch copies of notebooks
+
+
+def scratch_copy(source: Path, scratch_dir: Path, *, clear_outputs: bool = True) -> Path:
+    """Return a copy of source in scratch_dir/<its folder>/, outputs cleared, ready to open.
+
+    The copy keeps the folder name (notebooks/, solutions/, exercises/) one level below the
+    scratch folder, so `../` from the copy reaches the scratch folder, whose children mirror
+    the repository's top-level folders that notebooks read from.
+    """
+    target = scratch_dir / source.parent.name / source.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    notebook = nbformat.read(source, as_version=4)
+    if clear_outputs:
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                cell.outputs = []
+                cell.execution_count = None
+        notebook.metadata.pop("widgets", None)
+    nbformat.write(notebook, target)
+    return target
+
+
+def write_scratch_notebook(scratch_dir: Path, name: str, sources: list[str]) -> Path:
+    """Return a new notebook in scratch_dir/generated/ with one code cell per source."""
+    target = scratch_dir / "generated" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nbformat.write(notebook, target)
+    return target
+
+
+def relative_to_root(path: Path) -> str:
+    """Return path as the server names it (POSIX, relative to the repository root)."""
+    return path.resolve().relative_to(REPO_ROOT).as_posix()
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebooks in the page
+
+# One snapshot of every cell: what a reader of the page would see.
+CELL_SNAPSHOT_JS = r"""
+() => Array.from(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')).map((cell, index) => {
+  const isCode = cell.classList.contains('jp-CodeCell');
+  const prompt = cell.querySelector('.jp-InputArea-prompt');
+  const editor = cell.querySelector('.cm-content');
+  const outputs = Array.from(cell.querySelectorAll('.jp-OutputArea-output')).map(out => {
+    const images = Array.from(out.querySelectorAll('.jp-RenderedImage img'));
+    return {
+      mime: out.getAttribute('data-mime-type') || '',
+      text: (out.textContent || '').slice(0, 2000),
+      images: images.length,
+      loadedImages: images.filter(img => img.complete && img.naturalWidth > 0).length,
+      widgetViews: out.querySelectorAll('.jupyter-widgets:not(.jp-OutputArea-output), .widget-box, .widget-inline-hbox, .widget-slider, .widget-play, .widget-output, .widget-html, .widget-button').length,
+      widgetRootChildren: (out.querySelector('.jupyter-widgets') || {childElementCount: 0}).childElementCount,
+    };
+  });
+  return {
+    index,
+    isCode,
+    prompt: prompt ? prompt.textContent.trim() : '',
+    source: editor ? editor.textContent : '',
+    tags: [],
+    outputs,
+  };
+})
+"""
+
+
+@dataclass(frozen=True)
+class Output:
+    """One rendered output of a cell."""
+
+    mime: str
+    text: str
+    images: int
+    loaded_images: int
+    widget_views: int
+
+
+@dataclass(frozen=True)
+class CellView:
+    """One cell as the page shows it."""
+
+    index: int
+    is_code: bool
+    prompt: str
+    source: str
+    outputs: tuple[Output, ...]
+
+    @property
+    def executed(self) -> bool:
+        """True when the prompt shows an execution count, like `[3]:`."""
+        return re.fullmatch(r"\[\d+\]:", self.prompt) is not None
+
+    @property
+    def running(self) -> bool:
+        """True while the prompt shows `[*]:`."""
+        return "*" in self.prompt
+
+
+def snapshot_cells(page: Any) -> list[CellView]:
+    """Return every cell of the visible notebook as the page shows it now."""
+    raw = page.evaluate(CELL_SNAPSHOT_JS)
+    return [
+        CellView(
+            index=c["index"],
+            is_code=c["isCode"],
+            prompt=c["prompt"],
+            source=c["source"],
+            outputs=tuple(
+                Output(o["mime"], o["text"], o["images"], o["loadedImages"], o["widgetViews"])
+                for o in c["outputs"]
+            ),
+        )
+        for c in raw
+    ]
+
+
+def workspace_url(base_url: str, notebook_path: str) -> str:
+    """Return a URL opening notebook_path in a fresh, private workspace."""
+    return f"{base_url}/lab/workspaces/t-{uuid.uuid4().hex[:10]}/tree/{notebook_path}?reset"
+
+
+def open_notebook(
+    page: Any, server: LabServer, notebook_path: str, *, timeout_s: float = 120
+) -> None:
+    """Open notebook_path in the page and return once its kernel is idle and cells are shown."""
+    page.goto(workspace_url(server.base_url, notebook_path), timeout=timeout_s * 1000)
+    page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
+        state="attached", timeout=timeout_s * 1000
+    )
+    server.wait_kernel_idle(notebook_path, timeout_s=timeout_s)
+    # The toolbar's kernel status follows the server; wait for the page to know the kernel too.
+    page.wait_for_function(
+        "() => { const app = window.jupyterapp; const w = app && app.shell.currentWidget;"
+        " const k = w && w.sessionContext && w.sessionContext.session &&"
+        " w.sessionContext.session.kernel; return !!k && k.status === 'idle'"
+        " && k.connectionStatus === 'connected'; }",
+        timeout=timeout_s * 1000,
+    )
+
+
+def click_menu(page: Any, menu: str, item: str) -> None:
+    """Click item in the main menu bar's menu (e.g. Run > Run All Cells)."""
+    page.locator(f".lm-MenuBar-itemLabel:text-is('{menu}')").click()
+    page.locator(f".lm-Menu-itemLabel:text-is('{item}')").click()
+
+
+def code_cells_to_run(cells: list[CellView]) -> list[CellView]:
+    """Return the code cells that a Run All executes (JupyterLab skips empty ones)."""
+    return [c for c in cells if c.is_code and c.source.strip()]
+
+
+def run_all_and_wait(
+    page: Any, server: LabServer, notebook_path: str, *, timeout_s: float = 180
+) -> list[CellView]:
+    """Run all cells via the Run menu; return the cells once all ran, or one raised an error."""
+    click_menu(page, "Run", "Run All Cells")
+
+    def finished() -> list[CellView] | None:
+        cells = snapshot_cells(page)
+        to_run = code_cells_to_run(cells)
+        if any(o.mime == STDERR_MIME and "Traceback" in o.text for c in cells for o in c.outputs):
+            return cells  # Run All stops at an error: no point waiting for the rest.
+        if to_run and all(c.executed for c in to_run):
+            return cells
+        return None
+
+    wait_for(
+        finished, timeout_s=timeout_s, interval_s=0.25, what=f"all cells of {notebook_path} to run"
+    )
+    server.wait_kernel_idle(notebook_path, timeout_s=timeout_s)
+    return snapshot_cells(page)
+
+
+def save_artifacts(page: Any, name: str, console_lines: list[str]) -> list[Path]:
+    """Save a full-page screenshot and the console log of page under test-artifacts/."""
+    ARTIFACTS_DIR.mkdir(exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:150]
+    saved = []
+    screenshot = ARTIFACTS_DIR / f"{safe}.png"
+    try:
+        page.screenshot(path=str(screenshot), full_page=True, timeout=30_000)
+        saved.append(screenshot)
+    except Exception as error:  # a broken page must not hide the test's own failure
+        (ARTIFACTS_DIR / f"{safe}.screenshot-error.txt").write_text(repr(error))
+    log = ARTIFACTS_DIR / f"{safe}.console.txt"
+    log.write_text("\n".join(console_lines))
+    saved.append(log)
+    return saved
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a scratch folder, ignoring what is already gone."""
+    shutil.rmtree(path, ignore_errors=True)
