@@ -16,9 +16,8 @@ subsection "Interpreting an event stream" (quoted as "the spec" below).
 
 from __future__ import annotations
 
-import codecs
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 __all__ = [
@@ -32,11 +31,20 @@ __all__ = [
 ]
 
 DEFAULT_MAX_EVENT_BYTES = 1 << 20  # 1 MiB
+# Line ends are tested as `10 in chunk` / `13 in chunk` (LF, CR): with an int, bytes
+# containment is one memchr; with b"\n" it first fails to read the argument as an int,
+# which costs ten times more per chunk.
+_WAIT_BYTES = 1 << 16  # iter_events hands line-less chunks to feed() after this many bytes
 
-_BOM = "\ufeff"
+_BOM = b"\xef\xbb\xbf"  # U+FEFF BYTE ORDER MARK in UTF-8
 # The spec's only line ends: CRLF, LF or CR. (str.splitlines also splits on
 # U+2028, U+0085, \x1c and friends, which the spec does not.)
 _LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _text(raw: bytes) -> str:
+    """Return ``raw`` decoded as UTF-8, each invalid byte sequence as U+FFFD."""
+    return raw.decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)
@@ -56,13 +64,11 @@ class Event:
     retry: int | None = None
 
 
+_object_new = object.__new__
+
+
 class EventTooLarge(ValueError):
     """Raised by ``SSEDecoder.feed`` when one unfinished event outgrows max_event_bytes."""
-
-
-def _utf8_len(text: str) -> int:
-    """Return the UTF-8 size of ``text`` in bytes (cheap for ASCII: isascii is O(1))."""
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class SSEDecoder:
@@ -70,10 +76,17 @@ class SSEDecoder:
 
     State kept between calls, as the spec names it: the data buffer, the event
     type buffer, the last event ID buffer, the last event ID string and the
-    reconnection time (``retry``). Plus what the chunking forces on us: the bytes
-    of a UTF-8 character cut in half (inside the incremental codec), the pieces
-    of a line whose end has not arrived, and whether the last chunk ended in CR
-    (the LF of a CRLF may open the next chunk).
+    reconnection time (``retry``). Plus what the chunking forces on us: the
+    bytes of a line whose end has not arrived, whether the last chunk ended in
+    CR (the LF of a CRLF may open the next chunk), and the first bytes of the
+    stream while they might still be a BOM.
+
+    Decoding: the spec decodes the whole stream as UTF-8 first, then splits it
+    into lines. We split the bytes first and decode each field value once its
+    line is complete. That gives the same text: CR, LF and ':' are ASCII bytes,
+    which never occur inside a multi-byte character and which the UTF-8 decoder
+    never swallows into a U+FFFD. So a character cut across chunks survives
+    (its bytes are joined before decoding) and invalid bytes become U+FFFD.
     """
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
@@ -86,114 +99,120 @@ class SSEDecoder:
         self._start_stream()
 
     def _start_stream(self) -> None:
-        # Spec: "The stream must then be parsed by reading everything line by line ...
-        # the UTF-8 decode algorithm" -- decode incrementally, so a character whose
-        # bytes are cut across chunks survives; invalid bytes become U+FFFD.
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         # Spec: "One leading U+FEFF BYTE ORDER MARK character must be ignored if any are
-        # present." Checked on the first *decoded character*, so an empty first chunk
-        # or a BOM cut across chunks changes nothing.
-        self._bom_checked = False
+        # present." Until 3 bytes have arrived they might still be a BOM, so they wait in
+        # _head (None once decided). An empty first chunk decides nothing.
+        self._head: bytes | None = b""
         self._after_cr = False  # the previous chunk ended in CR: skip one leading LF
-        # The line whose end has not arrived yet, kept as a list of pieces and joined
-        # once when its line end comes. Cost goal: O(n) in the bytes fed, whatever the
-        # chunk sizes -- each new piece of text is scanned once for line ends and never
-        # again; we never re-scan or re-concatenate a growing buffer.
-        self._partial: list[str] = []
-        self._partial_bytes = 0
-        self._data: list[str] = []  # spec: "data buffer", one entry per data line
-        self._data_bytes = 0
-        self._event_type = ""  # spec: "event type buffer"
+        # The line whose end has not arrived yet, kept as a list of byte pieces and
+        # joined once when its line end comes. Cost goal: O(n) in the bytes fed,
+        # whatever the chunk sizes -- each chunk is scanned for line ends once and
+        # never again; we never re-scan or re-concatenate a growing buffer.
+        self._partial: list[bytes] = []
+        self._data: list[bytes] = []  # spec: "data buffer", one entry per data line
+        self._event_type = b""  # spec: "event type buffer"
         self._block_retry: int | None = None  # a valid retry: seen since the last blank line
+        # Bytes held for the unfinished event (partial line + data + event type),
+        # compared with max_event_bytes.
+        self._held_bytes = 0
 
     @property
     def pending(self) -> bool:
-        """Return True when bytes of an unfinished event are held (it would be lost at close)."""
+        """Return True when bytes of an unfinished event are held (they would be lost at close)."""
         return bool(
             self._partial
             or self._data
             or self._event_type
             or self._block_retry is not None
-            or self._decoder.getstate()[0]
+            or self._head
         )
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Return the events completed by ``chunk`` (often none; any cut point works).
 
         Raises EventTooLarge when the unfinished event would hold more than
-        ``max_event_bytes``; after that the stream is broken and the decoder has
-        dropped the event's buffers.
+        ``max_event_bytes``; the decoder then drops that event's buffers and the
+        stream should be treated as broken.
         """
-        text = self._decoder.decode(chunk)
-        if not text:
-            return []
-        if not self._bom_checked:
-            self._bom_checked = True
-            if text[0] == _BOM:
-                text = text[1:]
-                if not text:
-                    return []
-        if self._after_cr:
+        if self._head is not None:
+            chunk = self._strip_bom(chunk)
+        if self._after_cr and chunk:
             # Spec: lines end with "a U+000D CARRIAGE RETURN U+000A LINE FEED (CRLF)
-            # character pair". Its CR closed the line in the last chunk already.
+            # character pair". Its CR already ended the line in the previous chunk.
             self._after_cr = False
-            if text[:1] == "\n":
-                text = text[1:]
-                if not text:
-                    return []
-        if "\r" in text:
-            # A CR at the very end may be the first half of a CRLF cut by the chunking.
-            self._after_cr = text[-1] == "\r"
-            lines = _LINE_END.split(text)
-        elif "\n" in text:
-            lines = text.split("\n")
-        else:
-            # No line end in this chunk: keep it and wait (the common case for big events).
-            self._partial.append(text)
-            self._partial_bytes += _utf8_len(text)
-            self._check_size()
+            if chunk[0] == 10:  # 10 == ord("\n")
+                chunk = chunk[1:]
+        if 10 not in chunk and 13 not in chunk:  # no LF (10), no CR (13)
+            # No line end here: keep the piece and wait (the common case for big events).
+            if chunk:
+                self._partial.append(chunk)
+                self._held_bytes += len(chunk)
+                if self._held_bytes > self.max_event_bytes:
+                    self._too_large()
             return []
+        if 13 in chunk:  # CR
+            # A CR at the very end may be the first half of a CRLF cut by the chunking.
+            self._after_cr = chunk[-1:] == b"\r"
+            lines = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        else:
+            lines = chunk.split(b"\n")
         # lines[-1] is what follows the last line end: the start of the next line.
         rest = lines.pop()
         if self._partial:
-            self._partial.append(lines[0])
-            lines[0] = "".join(self._partial)
+            first = lines[0]
+            self._partial.append(first)
+            lines[0] = b"".join(self._partial)
             self._partial = []
-            self._partial_bytes = 0
+            # The joined line is counted again by _process_lines if it is kept.
+            self._held_bytes -= len(lines[0]) - len(first)
         events = self._process_lines(lines)
         if rest:
             self._partial.append(rest)
-            self._partial_bytes = _utf8_len(rest)
-            self._check_size()
+            self._held_bytes += len(rest)
+            if self._held_bytes > self.max_event_bytes:
+                self._too_large()
         return events
 
-    def _process_lines(self, lines: list[str]) -> list[Event]:
+    def _strip_bom(self, chunk: bytes) -> bytes:
+        """Return ``chunk`` without a leading BOM, holding back bytes that may still be one."""
+        chunk = self._head + chunk
+        if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
+            self._head = chunk
+            return b""
+        self._head = None
+        return chunk[len(_BOM) :] if chunk.startswith(_BOM) else chunk
+
+    def _process_lines(self, lines: list[bytes]) -> list[Event]:
         """Return the events dispatched by these complete lines (line ends removed)."""
         events: list[Event] = []
         data = self._data
+        held = self._held_bytes
+        limit = self.max_event_bytes
         for line in lines:
             if not line:
                 # Spec: "If the line is empty (a blank line): Dispatch the event."
                 event = self._dispatch()
                 if event is not None:
                     events.append(event)
-                data = self._data
-            elif line[:5] == "data:":
-                # The common case, handled inline: spec "Append the field value to the
-                # data buffer, then append a single U+000A LINE FEED (LF) character".
-                # Spec: "If value starts with a U+0020 SPACE character, remove it".
-                value = line[6:] if line[5:6] == " " else line[5:]
-                data.append(value)
-                self._data_bytes += _utf8_len(value) + 1
-                if self._data_bytes > self.max_event_bytes:
-                    self._check_size()
-            elif line[0] != ":":
-                self._process_field(line)
+                    data = self._data
+                held = 0
+            elif line.startswith(b"data: "):
+                # The common case, inline: spec "Append the field value to the data
+                # buffer, then append a single U+000A LINE FEED (LF) character to the
+                # data buffer"; "If value starts with a U+0020 SPACE character, remove it".
+                data.append(line[6:])
+                held += len(line) - 5
+            elif line[0] != 58:  # 58 == ord(":")
+                held += self._process_field(line)
             # Spec: "If the line starts with a U+003A COLON character (:) Ignore the line."
+            if held > limit:
+                self._held_bytes = held
+                self._too_large()
+        self._held_bytes = held
         return events
 
-    def _process_field(self, line: str) -> None:
-        """Apply one non-comment line to the buffers (spec: "process the field")."""
+    def _process_field(self, line: bytes) -> int:
+        """Return the bytes one non-comment line adds to the buffers (spec: "process the field")."""
         # Spec: "If the line contains a U+003A COLON character (:) Collect the characters
         # on the line before the first U+003A COLON character (:), and let field be that
         # string. Collect the characters on the line after the first U+003A COLON
@@ -202,31 +221,33 @@ class SSEDecoder:
         # "Otherwise, the string is not empty but does not contain a U+003A COLON
         # character (:) ... using the whole line as the field name, and the empty string
         # as the field value."
-        name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
             value = value[1:]
-        if name == "data":
+        added = 0
+        if name == b"data":
             self._data.append(value)
-            self._data_bytes += _utf8_len(value) + 1
-            self._check_size()
-        elif name == "event":
+            added = len(value) + 1
+        elif name == b"event":
             # Spec: "Set the event type buffer to the field value."
+            added = len(value) - len(self._event_type)
             self._event_type = value
-            self._check_size()
-        elif name == "id":
+        elif name == b"id":
             # Spec: "If the field value does not contain U+0000 NULL, then set the last
             # event ID buffer to the field value. Otherwise, ignore the field."
-            if "\x00" not in value:
-                self._id_buffer = value
-        elif name == "retry":
+            # (In UTF-8 the byte 0 is U+0000 and nothing else.)
+            if 0 not in value:
+                self._id_buffer = _text(value)
+        elif name == b"retry":
             # Spec: "If the field value consists of only ASCII digits, then interpret the
             # field value as an integer in base ten, and set the event stream's
             # reconnection time to that integer. Otherwise, ignore the field."
-            # (str.isdigit would accept "١٢"; int() would accept "+5" and " 5".)
-            if value and value.isascii() and value.isdigit():
+            # bytes.isdigit() is ASCII-only, so "١٢" and "+5" are refused.
+            if value.isdigit():
                 self.retry = int(value)
                 self._block_retry = self.retry
         # Spec: "Otherwise: The field is ignored."
+        return added
 
     def _dispatch(self) -> Event | None:
         """Return the event a blank line completes, or None when its data buffer is empty."""
@@ -235,38 +256,71 @@ class SSEDecoder:
         # string of the event source remains set to this value until the next time it
         # is set by the server."
         self.last_event_id = self._id_buffer
-        retry = self._block_retry
-        self._block_retry = None
-        event_type = self._event_type
+        retry, self._block_retry = self._block_retry, None
+        event_type, self._event_type = self._event_type, b""
         # Spec: "If the data buffer is an empty string, set the data buffer and the event
         # type buffer to the empty string and return."
-        self._event_type = ""
-        if not self._data:
+        lines = self._data
+        if not lines:
             return None
+        self._data = []
         # Spec: "If the data buffer's last character is a U+000A LINE FEED (LF)
         # character, then remove the last character from the data buffer." Joining the
         # lines with LF gives exactly that.
-        data = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
-        self._data = []
-        self._data_bytes = 0
+        data = lines[0] if len(lines) == 1 else b"\n".join(lines)
         # Spec: "Initialize event's type attribute to "message" ... If the event type
         # buffer has a value other than the empty string, change the type of the newly
         # created event to equal the value of the event type buffer."
-        return Event(event_type or "message", data, self.last_event_id, retry)
+        # (What Event(...) would do, filling the frozen instance's dict directly: the
+        # dataclass sets each field through object.__setattr__, twice as slow.)
+        event = _object_new(Event)
+        fields = event.__dict__
+        fields["event"] = event_type.decode("utf-8", "replace") if event_type else "message"
+        fields["data"] = data.decode("utf-8", "replace")
+        fields["id"] = self.last_event_id
+        fields["retry"] = retry
+        return event
 
-    def _check_size(self) -> None:
-        held = self._partial_bytes + self._data_bytes + len(self._event_type)
-        if held > self.max_event_bytes:
-            self._partial = []
-            self._partial_bytes = 0
-            self._data = []
-            self._data_bytes = 0
-            self._event_type = ""
-            raise EventTooLarge(
-                f"event exceeded max_event_bytes={self.max_event_bytes} "
-                f"(an unfinished event held {held} bytes before its blank line); "
-                f"pass SSEDecoder(max_event_bytes=...) to raise it"
-            )
+    def _too_large(self) -> None:
+        held = self._held_bytes
+        self._partial = []
+        self._data = []
+        self._event_type = b""
+        self._held_bytes = 0
+        raise EventTooLarge(
+            f"event exceeded max_event_bytes={self.max_event_bytes} "
+            f"(an unfinished event held {held} bytes before its blank line); "
+            f"pass SSEDecoder(max_event_bytes=...) to raise it"
+        )
+
+    def iter_events(self, chunks: Iterable[bytes]) -> Iterator[Event]:
+        """Yield each event as soon as the chunk completing it is read; close() at the end.
+
+        The same events, at the same chunks, as calling ``feed`` on each chunk; only
+        faster when chunks are tiny. A chunk with no CR or LF cannot complete a line,
+        so it waits here in a list (no method call per chunk) until a chunk with a
+        line end arrives, or until ``_WAIT_BYTES`` have gathered; then they go to
+        ``feed`` joined, which still scans every byte a bounded number of times.
+        """
+        wait_bytes = min(_WAIT_BYTES, self.max_event_bytes)
+        waiting: list[bytes] = []
+        waiting_bytes = 0
+        for chunk in chunks:
+            if 10 in chunk or 13 in chunk:  # LF or CR
+                if waiting:
+                    waiting.append(chunk)
+                    chunk = b"".join(waiting)
+                    waiting = []
+                    waiting_bytes = 0
+                yield from self.feed(chunk)
+            else:
+                waiting.append(chunk)
+                waiting_bytes += len(chunk)
+                if waiting_bytes > wait_bytes:
+                    self.feed(b"".join(waiting))  # no line end: only stored (or too large)
+                    waiting = []
+                    waiting_bytes = 0
+        yield from self.close()
 
     def close(self) -> list[Event]:
         """Return [] and end the stream: an unfinished event is dropped, never dispatched.
@@ -275,21 +329,15 @@ class SSEDecoder:
         discarded. (If the file ends in the middle of an event, before the final
         empty line, the incomplete event is not dispatched.)"
         ``last_event_id`` and ``retry`` are kept, as a reconnecting client needs them;
-        bytes fed after close() are read as a new stream (a fresh BOM check).
+        bytes fed after close() are read as a new stream (with a fresh BOM check).
         """
-        self._decoder.decode(b"", final=True)
         self._start_stream()
         return []
 
 
 def decode_all(chunks: Iterable[bytes], **kwargs: int) -> list[Event]:
-    """Return every event in ``chunks`` (an iterable of bytes), then close the stream."""
-    decoder = SSEDecoder(**kwargs)
-    events: list[Event] = []
-    for chunk in chunks:
-        events.extend(decoder.feed(chunk))
-    events.extend(decoder.close())
-    return events
+    """Return every event in ``chunks`` (an iterable of bytes), read to the end."""
+    return list(SSEDecoder(**kwargs).iter_events(chunks))
 
 
 def _check_one_line(name: str, value: str) -> None:
