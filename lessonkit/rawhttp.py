@@ -210,18 +210,29 @@ def _stats(client: httpx.Client, base_url: str) -> dict:
     return client.get(base_url + "/v1/stats").json()
 
 
+def _stats_when_idle(client: httpx.Client, base_url: str, active: int, timeout_s: float) -> dict:
+    """Return /v1/stats once no more streams are active than `active` (or at the timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        stats = _stats(client, base_url)
+        if stats["active_streams"] <= active or time.monotonic() > deadline:
+            return stats
+        time.sleep(0.02)
+
+
 def cancel_stream(
     base_url: str,
     after_tokens: int,
     *,
     prompt: str = "Tell me everything about my parcel.",
-    settle_s: float = 0.3,
+    settle_s: float = 5.0,
     timeout_s: float = 30.0,
 ) -> CancelResult:
     """Read `after_tokens` deltas of a streamed answer from the local server, then hang up.
 
-    Waits `settle_s` for the server to notice, then reads /v1/stats: a server that
-    stops on disconnect has generated about `after_tokens` tokens, not the whole answer.
+    Polls /v1/stats (up to `settle_s`) until the server has noticed the hang-up: a
+    server that stops on disconnect has generated about `after_tokens` tokens, not
+    the whole answer.
     """
     body = {"model": "lessonkit-sim", "stream": True,
             "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
@@ -233,8 +244,7 @@ def cancel_stream(
                 received += sum(1 for delta in reader.feed(chunk) if delta)
                 if received >= after_tokens:
                     break  # leaving the with-block closes the connection
-        time.sleep(settle_s)
-        after = _stats(client, base_url)
+        after = _stats_when_idle(client, base_url, before["active_streams"], settle_s)
     answer_tokens = len(llm.answer_for(prompt).tokens)
     return CancelResult(reader.text, received, answer_tokens, before, after)
 
