@@ -1,0 +1,178 @@
+"""Named Hypothesis strategies for the wire format (owner: wire-core; others may append)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import strategies as st
+
+from lessonkit.sse import comment, encode
+
+# --- raw SSE-ish bytes ---------------------------------------------------------
+
+# Pieces that make the decoder's corner cases likely when joined at random:
+# field names with and without colon/space, every line end, BOM, NUL, digits
+# that int() accepts but the spec does not, multi-byte and invalid UTF-8, and
+# characters str.splitlines would (wrongly) treat as line ends.
+SSE_FRAGMENTS = [
+    b"data",
+    b"data:",
+    b"data: ",
+    b"data ",
+    b"event:",
+    b"event: ",
+    b"id:",
+    b"id: ",
+    b"retry:",
+    b"retry: ",
+    b":",
+    b": ping",
+    b" ",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"\n\n",
+    b"\xef\xbb\xbf",  # BOM
+    b"\x00",
+    b"7",
+    b"42",
+    b"+5",
+    "\u0661\u0662".encode(),  # Arabic-Indic digits
+    b"x",
+    b"hello",
+    b"[DONE]",
+    "é".encode(),
+    "€".encode(),
+    "😀".encode(),
+    "\u2028".encode(),  # LINE SEPARATOR: not a line end in SSE
+    "\x85".encode(),  # NEXT LINE: not a line end in SSE
+    b"\x1c",
+    b"\xff",  # never valid in UTF-8
+    b"\xe2\x82",  # a cut euro sign
+]
+
+sse_bytes = st.lists(st.sampled_from(SSE_FRAGMENTS), max_size=40).map(b"".join)
+"""Bytes built from SSE fragments: mostly well-formed lines, with every corner case."""
+
+wire_like_bytes = st.one_of(sse_bytes, st.binary(max_size=200))
+"""SSE fragments or completely arbitrary bytes."""
+
+
+@st.composite
+def chunkings(draw: st.DrawFn, data: bytes, max_cuts: int = 12) -> list[bytes]:
+    """Return ``data`` cut at drawn positions, empty chunks included (repeated positions)."""
+    positions = draw(st.lists(st.integers(0, len(data)), max_size=max_cuts))
+    positions.sort()
+    bounds = [0, *positions, len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+@st.composite
+def bytes_and_chunks(draw: st.DrawFn, data_strategy=wire_like_bytes) -> tuple[bytes, list[bytes]]:
+    """Return (data, a random chunking of data)."""
+    data = draw(data_strategy)
+    return data, draw(chunkings(data))
+
+
+# --- answers and their wires -----------------------------------------------------
+
+token_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)),  # any text except lone surrogates
+    min_size=1,
+    max_size=8,
+)
+"""One token's text: any Unicode, including CR, LF, U+2028, emoji and quotes."""
+
+token_lists = st.lists(token_text, max_size=12)
+"""The tokens of an answer (possibly empty)."""
+
+finish_reasons = st.sampled_from(["stop", "length", "end_turn", "max_tokens"])
+
+
+def build_wire(
+    tokens: list[str],
+    dialect: str,
+    *,
+    finish_reason: str = "stop",
+    heartbeat: bool = False,
+    usage: dict | None = None,
+) -> bytes:
+    """Return the bytes of a complete stream of ``tokens`` in ``dialect``, built with encode."""
+    ping = comment() if heartbeat else b""
+    parts: list[bytes] = []
+    if dialect in ("lesson", "eventsource"):
+        if dialect == "eventsource":
+            parts.append(b"retry: 3000\n\n")  # a block without data: sets retry only
+        for i, token in enumerate(tokens):
+            fields = {"delta": token}
+            if i == len(tokens) - 1:
+                fields["finish_reason"] = finish_reason
+            ident = str(i) if dialect == "eventsource" else None
+            parts += [ping, encode(json.dumps(fields), id=ident)]
+        if dialect == "eventsource":
+            parts.append(encode("[DONE]", event="done", id=str(len(tokens))))
+        else:
+            parts.append(encode("[DONE]"))
+    elif dialect == "openai":
+
+        def chunk(delta: dict, finish: str | None) -> bytes:
+            obj = {
+                "id": "chatcmpl-test",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+            return encode(json.dumps(obj))
+
+        parts.append(chunk({"role": "assistant", "content": ""}, None))
+        for token in tokens:
+            parts += [ping, chunk({"content": token}, None)]
+        parts.append(chunk({}, finish_reason))
+        if usage is not None:
+            parts.append(
+                encode(
+                    json.dumps({"object": "chat.completion.chunk", "choices": [], "usage": usage})
+                )
+            )
+        parts.append(encode("[DONE]"))
+    elif dialect == "anthropic":
+
+        def event(kind: str, **fields: object) -> bytes:
+            return encode(json.dumps({"type": kind, **fields}), event=kind)
+
+        start_usage = {"input_tokens": 3, "output_tokens": 0}
+        parts.append(event("message_start", message={"content": [], "usage": start_usage}))
+        parts.append(
+            event("content_block_start", index=0, content_block={"type": "text", "text": ""})
+        )
+        parts.append(event("ping"))
+        for token in tokens:
+            parts += [
+                ping,
+                event("content_block_delta", index=0, delta={"type": "text_delta", "text": token}),
+            ]
+        parts.append(event("content_block_stop", index=0))
+        parts.append(
+            event(
+                "message_delta",
+                delta={"stop_reason": finish_reason, "stop_sequence": None},
+                usage={"output_tokens": len(tokens)},
+            )
+        )
+        parts.append(event("message_stop"))
+    else:
+        raise ValueError(f"unknown dialect {dialect!r}")
+    return b"".join(parts)
+
+
+def sim_answers() -> st.SearchStrategy:
+    """Return a strategy of lessonkit.llm.Answer with arbitrary tokens (for stream_writes)."""
+    from lessonkit.llm import FINISH_REASONS, Answer
+
+    return st.builds(
+        Answer,
+        tokens=token_lists.map(tuple),
+        finish_reason=st.sampled_from(FINISH_REASONS),
+        prompt_tokens=st.integers(0, 50),
+    )

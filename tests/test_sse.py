@@ -1,0 +1,479 @@
+"""lessonkit.sse: the WHATWG event-stream interpretation, one test per contract sentence."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from strategies import bytes_and_chunks, chunkings, sse_bytes, wire_like_bytes
+
+from lessonkit.sse import Event, EventTooLarge, SSEDecoder, comment, decode_all, encode
+
+CASES = json.loads((Path(__file__).parent / "conformance" / "sse_cases.json").read_text())
+
+
+def feed_each(chunks: list[bytes], **kwargs: int) -> list[Event]:
+    """Return the events of feeding every chunk to one decoder with feed(), then close()."""
+    decoder = SSEDecoder(**kwargs)
+    events = [event for chunk in chunks for event in decoder.feed(chunk)]
+    return events + decoder.close()
+
+
+def one_byte_pieces(data: bytes) -> list[bytes]:
+    return [data[i : i + 1] for i in range(len(data))]
+
+
+def triples(events: list[Event]) -> list[list[str]]:
+    return [[e.event, e.data, e.id] for e in events]
+
+
+def reference_parse(data: bytes) -> list[Event]:
+    """Return the events of ``data`` read the slow, literal way the spec describes.
+
+    Decode the whole stream, drop one BOM, split at CRLF/LF/CR, process each line.
+    No incremental state at all: the oracle for the incremental decoder.
+    """
+    text = data.decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = re.split(r"\r\n|\r|\n", text)
+    lines.pop()  # what follows the last line end is not a line (the stream ended)
+    events = []
+    data_buffer, type_buffer, id_buffer, retry = "", "", "", None
+    for line in lines:
+        if line == "":
+            last_id = id_buffer
+            if data_buffer == "":
+                type_buffer, retry = "", None
+                continue
+            if data_buffer.endswith("\n"):
+                data_buffer = data_buffer[:-1]
+            events.append(Event(type_buffer or "message", data_buffer, last_id, retry))
+            data_buffer, type_buffer, retry = "", "", None
+            continue
+        if line.startswith(":"):
+            continue
+        if ":" in line:
+            field, value = line.split(":", 1)
+            if value.startswith(" "):
+                value = value[1:]
+        else:
+            field, value = line, ""
+        if field == "event":
+            type_buffer = value
+        elif field == "data":
+            data_buffer += value + "\n"
+        elif field == "id":
+            if "\x00" not in value:
+                id_buffer = value
+        elif field == "retry":
+            if value and all(c in "0123456789" for c in value):
+                retry = int(value)
+    return events
+
+
+# --- line ends -------------------------------------------------------------------
+
+
+def test_lines_end_at_crlf_lf_or_cr():
+    assert triples(decode_all([b"data: a\r\n\r\ndata: b\n\ndata: c\r\r"])) == [
+        ["message", "a", ""],
+        ["message", "b", ""],
+        ["message", "c", ""],
+    ]
+
+
+def test_cr_and_lf_in_different_chunks_end_one_line():
+    # "data: a\r" + "\n" + "data: b\n\n": had the LF counted as a second line end,
+    # the blank line would dispatch "a" alone.
+    assert triples(feed_each([b"data: a\r", b"\ndata: b\n\n"])) == [["message", "a\nb", ""]]
+
+
+def test_cr_then_lf_then_lf_in_three_chunks_is_one_line_end_and_a_blank_line():
+    assert triples(feed_each([b"data: a\r", b"\n", b"\n"])) == [["message", "a", ""]]
+
+
+def test_cr_then_empty_chunk_then_lf_is_still_one_line_end():
+    assert triples(feed_each([b"data: a\r", b"", b"\ndata: b\n\n"])) == [["message", "a\nb", ""]]
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1e"])
+def test_unicode_line_separators_inside_data_are_not_line_ends(separator):
+    wire = f"data: a{separator}b\n\n".encode()
+    assert [e.data for e in decode_all([wire])] == [f"a{separator}b"]
+    assert [e.data for e in feed_each(one_byte_pieces(wire))] == [f"a{separator}b"]
+
+
+def test_u2028_inside_data_is_not_a_line_end():
+    assert decode_all(["data: one\u2028two\n\n".encode()])[0].data == "one\u2028two"
+
+
+# --- BOM -------------------------------------------------------------------------
+
+
+def test_one_leading_bom_is_dropped():
+    assert triples(decode_all([b"\xef\xbb\xbfdata: a\n\n"])) == [["message", "a", ""]]
+
+
+def test_only_one_leading_bom_is_dropped():
+    # The second BOM belongs to the field name "\ufeffdata", an unknown field.
+    assert decode_all([b"\xef\xbb\xbf\xef\xbb\xbfdata: a\n\n"]) == []
+
+
+def test_a_bom_cut_across_chunks_is_dropped():
+    for cut_at in (1, 2):
+        wire = b"\xef\xbb\xbfdata: a\n\n"
+        assert triples(feed_each([wire[:cut_at], wire[cut_at:]])) == [["message", "a", ""]]
+
+
+def test_an_empty_first_chunk_does_not_disable_the_bom_check():
+    assert triples(feed_each([b"", b"\xef\xbb\xbfdata: a\n\n"])) == [["message", "a", ""]]
+    assert triples(feed_each([b"", b"\xef", b"", b"\xbb\xbf", b"data: a\n\n"])) == [
+        ["message", "a", ""]
+    ]
+
+
+def test_a_bom_after_the_first_byte_is_kept_as_text():
+    assert decode_all([b"data: \xef\xbb\xbfa\n\n"])[0].data == "\ufeffa"
+
+
+def test_bytes_that_only_start_like_a_bom_are_not_dropped():
+    events = feed_each([b"\xef\xbb", b"data: a\n\ndata: b\n\n"])
+    # "\xef\xbb" is a cut character: it becomes U+FFFD, part of an unknown field name.
+    assert triples(events) == [["message", "b", ""]]
+
+
+# --- fields ----------------------------------------------------------------------
+
+
+def test_lines_starting_with_a_colon_are_comments():
+    assert triples(decode_all([b": hello\n:\ndata: a\n: between\n\n"])) == [["message", "a", ""]]
+
+
+def test_a_comment_block_alone_dispatches_nothing():
+    assert decode_all([comment(), comment("keep-alive")]) == []
+
+
+def test_a_line_without_colon_is_a_field_with_an_empty_value():
+    assert [e.data for e in decode_all([b"data\n\n"])] == [""]
+    assert [e.event for e in decode_all([b"event\ndata: x\n\n"])] == ["message"]
+
+
+def test_one_space_after_the_colon_is_removed():
+    assert [e.data for e in decode_all([b"data:a\n\ndata: a\n\ndata:  a\n\n"])] == ["a", "a", " a"]
+
+
+def test_several_data_lines_join_with_lf():
+    assert decode_all([b"data: a\ndata:\ndata: b\n\n"])[0].data == "a\n\nb"
+
+
+def test_the_trailing_lf_of_the_data_buffer_is_removed_at_dispatch():
+    assert [e.data for e in decode_all([b"data:\n\ndata\ndata\n\n"])] == ["", "\n"]
+
+
+def test_an_event_with_an_empty_data_buffer_is_not_dispatched():
+    assert decode_all([b"event: x\n\nid: 3\n\nretry: 10\n\n"]) == []
+
+
+def test_an_undispatched_block_still_resets_the_event_type():
+    assert [e.event for e in decode_all([b"event: x\n\ndata: a\n\n"])] == ["message"]
+
+
+def test_id_containing_null_is_ignored():
+    events = decode_all([b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\n"])
+    assert [e.id for e in events] == ["1", "1"]
+
+
+@pytest.mark.parametrize("value", ["+5", "-5", "  5", "5 ", "5a", "1.5", "\u0661\u0662", ""])
+def test_retry_only_takes_ascii_digits(value):
+    decoder = SSEDecoder()
+    events = decoder.feed(f"retry: 10\n\nretry:{value}\ndata: a\n\n".encode())
+    assert decoder.retry == 10
+    assert events[0].retry is None
+
+
+def test_a_valid_retry_sets_the_reconnection_time():
+    decoder = SSEDecoder()
+    events = decoder.feed(b"retry: 2500\ndata: a\n\ndata: b\n\n")
+    assert decoder.retry == 2500
+    assert [e.retry for e in events] == [2500, None]
+
+
+@pytest.mark.parametrize("line", [b"foo: bar", b"data : x", b"Data: x", b"DATA: x", b"ID: 9"])
+def test_unknown_fields_are_ignored(line):
+    events = decode_all([line + b"\ndata: a\n\n"])
+    assert triples(events) == [["message", "a", ""]]
+
+
+def test_the_field_name_data_with_a_trailing_space_is_unknown():
+    assert decode_all([b"data : x\n\n"]) == []
+
+
+def test_the_event_type_defaults_to_message():
+    events = decode_all([b"event: add\ndata: 1\n\ndata: 2\n\n"])
+    assert [e.event for e in events] == ["add", "message"]
+
+
+def test_event_id_is_the_last_event_id_in_force_at_dispatch():
+    events = decode_all([b"id: 1\ndata: a\n\ndata: b\n\nid: 2\ndata: c\n\nid\ndata: d\n\n"])
+    assert [e.id for e in events] == ["1", "1", "2", ""]
+
+
+def test_last_event_id_is_set_from_the_id_buffer_at_each_blank_line():
+    decoder = SSEDecoder()
+    decoder.feed(b"id: 7\n")
+    assert decoder.last_event_id == ""  # not yet: no blank line
+    assert decoder.feed(b"\n") == []  # no data: nothing dispatched...
+    assert decoder.last_event_id == "7"  # ...but the last event ID string is set
+    assert decoder.feed(b"data: a\n\n")[0].id == "7"  # and it persists
+
+
+def test_an_id_line_in_an_unfinished_event_does_not_set_last_event_id():
+    decoder = SSEDecoder()
+    decoder.feed(b"id: 1\ndata: a\n\nid: 2\ndata: b\n")
+    decoder.close()
+    assert decoder.last_event_id == "1"
+
+
+# --- UTF-8 -----------------------------------------------------------------------
+
+
+def test_a_character_split_across_chunks_survives():
+    wire = "data: é€😀\n\n".encode()
+    for i in range(len(wire) + 1):
+        assert feed_each([wire[:i], wire[i:]])[0].data == "é€😀"
+
+
+def test_invalid_bytes_become_the_replacement_character():
+    assert decode_all([b"data: a\xffb\xe2\x82\n\n"])[0].data == "a\ufffdb\ufffd"
+
+
+@given(wire_like_bytes)
+@settings(max_examples=300)
+def test_arbitrary_bytes_never_raise(data):
+    decode_all([data])
+    feed_each(one_byte_pieces(data))
+
+
+@given(st.binary(max_size=300), st.integers(1, 64))
+def test_with_a_small_limit_the_only_exception_is_event_too_large(data, limit):
+    try:
+        feed_each(one_byte_pieces(data), max_event_bytes=limit)
+    except EventTooLarge:
+        pass
+
+
+# --- any cut, same events ----------------------------------------------------------
+
+
+@given(bytes_and_chunks())
+@settings(max_examples=500)
+@example((b"data: a\r\n\r\n", [b"data: a\r", b"\n\r", b"\n"]))
+@example((b"\xef\xbb\xbfdata: a\n\n", [b"", b"\xef", b"\xbb", b"\xbfdata: a\n\n"]))
+def test_every_cut_of_the_same_bytes_gives_the_same_events(data_and_chunks):
+    data, chunks = data_and_chunks
+    whole = decode_all([data])
+    assert feed_each(chunks) == whole
+    assert decode_all(chunks) == whole
+
+
+@given(sse_bytes)
+@settings(max_examples=200)
+def test_one_byte_pieces_give_the_same_events_as_the_whole(data):
+    assert feed_each(one_byte_pieces(data)) == decode_all([data])
+
+
+@given(wire_like_bytes)
+@settings(max_examples=500)
+def test_the_decoder_agrees_with_a_literal_reading_of_the_spec(data):
+    assert decode_all([data]) == reference_parse(data)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_conformance_cases(case):
+    wire = case["input"].encode("utf-8")
+    assert triples(decode_all([wire])) == case["events"]
+    assert triples(feed_each(one_byte_pieces(wire))) == case["events"]
+    assert triples(reference_parse(wire)) == case["events"]
+
+
+# --- end of stream, pending ----------------------------------------------------------
+
+
+def test_close_drops_an_unfinished_event_and_returns_nothing():
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: a\n\ndata: b\n") == [Event(data="a")]
+    assert decoder.close() == []
+    assert decode_all([b"data: a"]) == []
+
+
+def test_pending_tells_whether_an_unfinished_event_is_held():
+    decoder = SSEDecoder()
+    assert not decoder.pending
+    decoder.feed(b"da")
+    assert decoder.pending
+    decoder.feed(b"ta: x\n")
+    assert decoder.pending
+    decoder.feed(b"\n")
+    assert not decoder.pending
+    decoder.feed(b"\xef")  # maybe a BOM? no: the stream has started, it is a partial line
+    assert decoder.pending
+    decoder.close()
+    assert not decoder.pending
+
+
+def test_after_close_the_decoder_reads_a_new_stream_and_keeps_the_last_event_id():
+    decoder = SSEDecoder()
+    decoder.feed(b"id: 4\nretry: 100\ndata: a\n\ndata: cut")
+    decoder.close()
+    events = decoder.feed(b"\xef\xbb\xbfdata: b\n\n")
+    assert events == [Event(data="b", id="4")]
+    assert decoder.retry == 100
+
+
+def test_iter_events_yields_each_event_before_reading_the_next_chunk():
+    read = []
+
+    def chunks():
+        for chunk in [b"data: a\n", b"\n", b"data: b", b"\n\n"]:
+            read.append(chunk)
+            yield chunk
+
+    seen = []
+    for event in SSEDecoder().iter_events(chunks()):
+        seen.append((event.data, len(read)))
+    assert seen == [("a", 2), ("b", 4)]
+
+
+@given(bytes_and_chunks())
+def test_iter_events_gives_the_same_events_as_feed(data_and_chunks):
+    _, chunks = data_and_chunks
+    assert list(SSEDecoder().iter_events(chunks)) == feed_each(chunks)
+
+
+# --- encode ------------------------------------------------------------------------------
+
+
+def test_encode_writes_one_event_with_its_blank_line():
+    assert encode("hi") == b"data: hi\n\n"
+    assert encode("a\nb", event="e", id="1", retry=5) == (
+        b"event: e\nid: 1\nretry: 5\ndata: a\ndata: b\n\n"
+    )
+
+
+def test_comment_writes_a_heartbeat_that_dispatches_nothing():
+    assert comment() == b": ping\n\n"
+    assert decode_all([comment() * 3]) == []
+
+
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",))),
+    st.none()
+    | st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n")),
+    st.none()
+    | st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00")
+    ),
+)
+def test_encode_then_decode_gives_back_the_data_type_and_id(data, event, ident):
+    events = decode_all([encode(data, event=event, id=ident)])
+    # The spec turns every line end into LF.
+    expected_data = re.sub(r"\r\n|\r", "\n", data)
+    assert events == [Event(event or "message", expected_data, ident or "")]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"event": "a\nb"}, {"id": "1\r"}, {"id": "a\x00"}, {"retry": -1}, {"retry": True}],
+)
+def test_encode_refuses_what_the_decoder_could_not_give_back(kwargs):
+    with pytest.raises(ValueError):
+        encode("x", **kwargs)
+
+
+# --- limits and cost ------------------------------------------------------------------------
+
+
+def test_event_too_large_names_the_limit_and_how_to_raise_it():
+    decoder = SSEDecoder(max_event_bytes=100)
+    with pytest.raises(EventTooLarge) as info:
+        decoder.feed(b"data: " + b"x" * 200)
+    message = str(info.value)
+    assert "max_event_bytes=100" in message
+    assert "SSEDecoder(max_event_bytes=...)" in message
+    assert isinstance(info.value, ValueError)
+
+
+def test_max_event_bytes_bounds_one_unfinished_line():
+    decoder = SSEDecoder(max_event_bytes=1000)
+    decoder.feed(b"data: " + b"x" * 900)
+    with pytest.raises(EventTooLarge):
+        for _ in range(20):
+            decoder.feed(b"x" * 10)
+    assert not decoder.pending  # the oversized event's bytes were let go
+
+
+def test_max_event_bytes_bounds_many_data_lines_of_one_event():
+    with pytest.raises(EventTooLarge):
+        decode_all([b"data: 0123456789\n" * 200], max_event_bytes=1000)
+
+
+def test_max_event_bytes_bounds_one_event_not_the_whole_stream():
+    wire = b"data: 0123456789\n\n" * 1000
+    assert len(decode_all([wire], max_event_bytes=100)) == 1000
+    assert len(feed_each(one_byte_pieces(wire[:3000]), max_event_bytes=20)) == 3000 // 18
+
+
+def test_an_event_of_exactly_max_event_bytes_passes():
+    # Held bytes: each data value plus its LF, i.e. 10 + 1.
+    assert len(decode_all([b"data: 0123456789\n\n"], max_event_bytes=11)) == 1
+    with pytest.raises(EventTooLarge):
+        decode_all([b"data: 0123456789\n\n"], max_event_bytes=10)
+
+
+def cpu_seconds_to_decode(size_bytes: int, piece_bytes: int) -> float:
+    """Return the best of 5 CPU times to feed one event of size_bytes in small pieces."""
+    wire = b"data: " + b"x" * size_bytes + b"\n\n"
+    pieces = [wire[i : i + piece_bytes] for i in range(0, len(wire), piece_bytes)]
+    times = []
+    for _ in range(5):
+        decoder = SSEDecoder(max_event_bytes=1 << 30)
+        start = time.process_time()
+        for piece in pieces:
+            decoder.feed(piece)
+        times.append(time.process_time() - start)
+    assert decoder.last_event_id == ""
+    return min(times)
+
+
+def test_cost_is_linear_in_the_bytes_fed_whatever_the_chunk_sizes():
+    # A decoder that re-joins or re-scans its growing buffer per chunk costs 4x
+    # for 2x the size. Best-of-5 CPU time is robust to a loaded machine; the
+    # margin (3x) leaves room for noise but not for quadratic work.
+    ratios = []
+    for _ in range(3):
+        small = cpu_seconds_to_decode(1_000_000, 32)
+        big = cpu_seconds_to_decode(2_000_000, 32)
+        ratios.append(big / small)
+    assert statistics.median(ratios) < 3, ratios
+
+
+def test_one_2_mb_event_fed_byte_by_byte_finishes_in_seconds():
+    wire = b"data: " + b"x" * 2_000_000 + b"\n\n"
+    decoder = SSEDecoder(max_event_bytes=4_000_000)
+    start = time.process_time()
+    events = [e for i in range(len(wire)) for e in decoder.feed(wire[i : i + 1])]
+    assert len(events) == 1 and len(events[0].data) == 2_000_000
+    assert time.process_time() - start < 10
+
+
+@given(chunkings(b"data: " + b"y" * 5000 + b"\n\n", max_cuts=60))
+@settings(max_examples=30)
+def test_a_big_event_cut_anywhere_arrives_whole(chunks):
+    assert [len(e.data) for e in decode_all(chunks)] == [5000]
