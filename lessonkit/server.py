@@ -123,6 +123,7 @@ class Stats:
     tokens_generated: int = 0  # tokens the simulated model produced
     tokens_after_disconnect: int = 0  # of those, produced for a client that was already gone
     disconnects: int = 0  # clients that left before the end
+    streams_stopped: int = 0  # WebSocket answers the client stopped with {"stop": true}
 
     def as_dict(self) -> dict[str, int]:
         """Return the counters as a plain dict (the JSON body of /v1/stats)."""
@@ -388,6 +389,7 @@ class Pacer:
         self.loop = loop
         self.start = start  # loop.time() when the request arrived
         self.gone = False  # True once the client left (or the server is stopping)
+        self.reason = ""  # why: "gone" (client left), "stop" (client asked), "shutdown"
         self._wake: asyncio.Future[None] | None = None
 
     async def sleep_until(self, at_ms: float) -> bool:
@@ -406,8 +408,10 @@ class Pacer:
                 self._wake = None
         return not self.gone
 
-    def hang_up(self) -> None:
-        """Mark the client as gone and wake the sleeper."""
+    def hang_up(self, reason: str = "gone") -> None:
+        """Mark the response as over (see `reason`) and wake the sleeper."""
+        if not self.gone:
+            self.reason = reason
         self.gone = True
         if self._wake is not None:
             _resolve(self._wake)
@@ -484,8 +488,9 @@ class TimedResponse:
         sent_bytes = 0
         for at_ms, data in self.writes:
             if not await pacer.sleep_until(at_ms):
-                stats.disconnects += 1
-                return
+                if pacer.reason == "gone":
+                    stats.disconnects += 1
+                return  # (or the server is shutting down: the stream just ends)
             new_tokens = self.tokens.advance(at_ms)
             stats.tokens_generated += new_tokens
             limit = self.drop_after_bytes
@@ -507,7 +512,7 @@ class TimedResponse:
                 await send({"type": "http.response.body", "body": data, "more_body": True})
             sent_bytes += len(data)
             await asyncio.sleep(0)  # let the disconnect watcher run before the next token
-            if pacer.gone:
+            if pacer.reason == "gone":
                 # The client was gone by the time these tokens were written (at most one
                 # token's worth, because the pacer never sleeps past a hang-up).
                 stats.tokens_after_disconnect += new_tokens
@@ -545,7 +550,7 @@ class ServerState:
     def hang_up_all(self) -> None:
         """End every response in progress (the server is stopping)."""
         for pacer in list(self.pacers):
-            pacer.hang_up()
+            pacer.hang_up("shutdown")
 
 
 def _start(request: Request) -> float:
@@ -770,57 +775,76 @@ async def websocket_stream(websocket: WebSocket) -> None:
     except WebSocketDisconnect:
         state.stats.disconnects += 1
         return
-    loop = asyncio.get_running_loop()
     answer = llm.answer_for(prompt, max_tokens=max_tokens)
-    times = _token_times(len(answer.tokens), pace, state.settings)
-    plan: list[tuple[float, dict]] = [
-        (t, {"delta": tok}) for t, tok in zip(times, answer.tokens, strict=True)
-    ]
-    plan.append(
-        (
-            times[-1] if times else pace.prefill_ms,
-            {"done": True, "finish_reason": answer.finish_reason},
-        )
-    )
-    if pace.heartbeat_ms:
-        plan = _with_heartbeats(plan, pace.heartbeat_ms, {"ping": True})
-    after_ms = stall_point_ms(times)
-    writes = with_stall(
-        plan,
-        after_ms=after_ms,
-        stall_ms=pace.stall_ms,
-        heartbeat_ms=pace.heartbeat_ms,
-        ping={"ping": True},
-    )
-    tokens = TokenClock(shifted_times(times, after_ms, pace.stall_ms))
-    pacer = Pacer(loop, loop.time())
+    writes, tokens = _ws_plan(answer, pace, state.settings)
+    loop = asyncio.get_running_loop()
+    pacer = Pacer(loop, loop.time())  # the clock starts when the prompt is known
     listener = asyncio.ensure_future(_ws_listen(websocket, pacer))
     state.pacers.add(pacer)
     state.stats.active_streams += 1
-    sent_bytes = 0
     try:
-        for at_ms, message in writes:
-            if not await pacer.sleep_until(at_ms):
-                state.stats.disconnects += 1
-                return
-            state.stats.tokens_generated += tokens.advance(at_ms)
-            text = json.dumps(message, ensure_ascii=False)
-            sent_bytes += len(text.encode())
-            if pace.drop_after_bytes is not None and sent_bytes > pace.drop_after_bytes:
-                # Messages are atomic on a WebSocket: stop before the one that crosses the
-                # limit and close with 1011 (server error) instead of a done message.
-                state.stats.streams_dropped += 1
-                await websocket.close(code=1011)
-                return
-            await websocket.send_text(text)
-        state.stats.streams_completed += 1
-        await websocket.close()
-    except (WebSocketDisconnect, RuntimeError):
+        await _ws_play(websocket, state.stats, pacer, writes, tokens, pace.drop_after_bytes)
+    except (WebSocketDisconnect, RuntimeError):  # the client went away while we were sending
         state.stats.disconnects += 1
     finally:
         state.stats.active_streams -= 1
         state.pacers.discard(pacer)
         listener.cancel()
+
+
+PING = {"ping": True}
+
+
+def _ws_plan(
+    answer: llm.Answer, pace: Pace, settings: Settings
+) -> tuple[Iterator[tuple[float, dict]], TokenClock]:
+    """Return the timed WebSocket messages of an answer (faults applied) and its token clock."""
+    times = _token_times(len(answer.tokens), pace, settings)
+    plan = [(t, {"delta": tok}) for t, tok in zip(times, answer.tokens, strict=True)]
+    end_ms = times[-1] if times else pace.prefill_ms
+    plan.append((end_ms, {"done": True, "finish_reason": answer.finish_reason}))
+    if pace.heartbeat_ms:
+        plan = _with_heartbeats(plan, pace.heartbeat_ms, PING)
+    after_ms = stall_point_ms(times)
+    writes = with_stall(
+        plan, after_ms=after_ms, stall_ms=pace.stall_ms, heartbeat_ms=pace.heartbeat_ms, ping=PING
+    )
+    return writes, TokenClock(shifted_times(times, after_ms, pace.stall_ms))
+
+
+async def _ws_play(
+    websocket: WebSocket,
+    stats: Stats,
+    pacer: Pacer,
+    writes: Iterable[tuple[float, dict]],
+    tokens: TokenClock,
+    drop_after_bytes: int | None,
+) -> None:
+    """Send each message when it is due; stop early if the client leaves or says stop."""
+    sent_bytes = 0
+    for at_ms, message in writes:
+        if not await pacer.sleep_until(at_ms):
+            if pacer.reason == "stop":  # the client asked to stop: end politely
+                stats.streams_stopped += 1
+                await websocket.send_json({"done": True, "finish_reason": "stopped"})
+                await websocket.close()
+            elif pacer.reason == "shutdown":
+                await websocket.close(code=1001)  # 1001: going away
+            else:
+                stats.disconnects += 1
+            return
+        stats.tokens_generated += tokens.advance(at_ms)
+        text = json.dumps(message, ensure_ascii=False)
+        sent_bytes += len(text.encode())
+        if drop_after_bytes is not None and sent_bytes > drop_after_bytes:
+            # Messages are atomic on a WebSocket: stop before the one that crosses the
+            # limit and close with 1011 (server error) instead of a done message.
+            stats.streams_dropped += 1
+            await websocket.close(code=1011)
+            return
+        await websocket.send_text(text)
+    stats.streams_completed += 1
+    await websocket.close()
 
 
 def _ws_prompt(first_message: str, max_tokens: int | None) -> tuple[str, int | None]:
@@ -855,10 +879,10 @@ async def _ws_listen(websocket: WebSocket, pacer: Pacer) -> None:
             message = await websocket.receive_text()
             with contextlib.suppress(ValueError):
                 if json.loads(message) == {"stop": True}:
-                    break
+                    pacer.hang_up("stop")
+                    return
     except (WebSocketDisconnect, RuntimeError):
-        pass
-    pacer.hang_up()
+        pacer.hang_up("gone")
 
 
 class _StampStart:
@@ -1082,14 +1106,21 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the jitter")
 
 
+def bind_warning(host: str, what: str = "server") -> str | None:
+    """Return the warning to print when `host` is reachable from other machines, else None."""
+    if is_loopback(host):
+        return None
+    return (
+        f"warning: binding to {host} lets other machines reach this {what}; "
+        "it has no authentication. Use --host 127.0.0.1 to keep it local."
+    )
+
+
 def serve_forever(app: Any, host: str, port: int, what: str, quiet: bool) -> int:
     """Bind, print the URL, and run uvicorn in this thread until Ctrl+C."""
-    if not is_loopback(host):
-        print(
-            f"warning: binding to {host} lets other machines reach this {what}; "
-            "it has no authentication. Use --host 127.0.0.1 to keep it local.",
-            file=sys.stderr,
-        )
+    warning = bind_warning(host, what)
+    if warning:
+        print(warning, file=sys.stderr)
     try:
         sock = bind_socket(host, port)
     except OSError as exc:

@@ -1,0 +1,97 @@
+"""Shared fixtures: real lessonkit servers on free loopback ports, and helpers to read them.
+
+Timing tests use the session server (prefill 200 ms, 50 ms per token); everything
+else asks that same server to hurry with ``?prefill_ms=...&per_token_ms=...``.
+Tests that read /v1/stats start a fresh server so no other test moves its counters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from lessonkit.server import running
+
+TIMED_PREFILL_MS = 200.0
+TIMED_PER_TOKEN_MS = 50.0
+FAST = {"prefill_ms": "5", "per_token_ms": "2"}  # query parameters for a quick stream
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    """Base URL of one server shared by the session (prefill 200 ms, 50 ms per token)."""
+    with running(prefill_ms=TIMED_PREFILL_MS, per_token_ms=TIMED_PER_TOKEN_MS) as url:
+        yield url
+
+
+@pytest.fixture
+def fresh_server_url() -> Iterator[str]:
+    """Base URL of a server of this test alone (fresh /v1/stats; prefill 20, 20 per token)."""
+    with running(prefill_ms=20, per_token_ms=20) as url:
+        yield url
+
+
+@pytest.fixture
+def fast() -> dict[str, str]:
+    """Query parameters that make a stream finish in a few milliseconds."""
+    return dict(FAST)
+
+
+@pytest.fixture
+def get_stats() -> Callable[[str], dict]:
+    """Return a function: base URL -> the /v1/stats counters."""
+
+    def get(url: str) -> dict:
+        return httpx.get(url + "/v1/stats").json()
+
+    return get
+
+
+@pytest.fixture
+def wait_for_stats() -> Callable[..., dict]:
+    """Return a function polling /v1/stats until `condition(stats)` holds (fails after 10 s)."""
+
+    def wait(url: str, condition: Callable[[dict], bool], timeout_s: float = 10.0) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            stats = httpx.get(url + "/v1/stats").json()
+            if condition(stats) or time.monotonic() > deadline:
+                return stats
+            time.sleep(0.01)
+
+    return wait
+
+
+@pytest.fixture
+def read_raw() -> Callable[..., tuple[bytes, bool]]:
+    """Return a function reading a whole response body: -> (bytes, ended cleanly)."""
+
+    def read(method: str, url: str, **kwargs) -> tuple[bytes, bool]:
+        body = bytearray()
+        try:
+            with httpx.stream(method, url, timeout=30, **kwargs) as response:
+                for piece in response.iter_raw():
+                    body += piece
+        except httpx.RemoteProtocolError:
+            return bytes(body), False
+        return bytes(body), True
+
+    return read
+
+
+@pytest.fixture
+def arrivals() -> Callable[..., list[tuple[float, bytes]]]:
+    """Return a function streaming a GET or POST: -> [(seconds since the request, piece)]."""
+
+    def read(method: str, url: str, **kwargs) -> list[tuple[float, bytes]]:
+        out = []
+        start = time.monotonic()
+        with httpx.stream(method, url, timeout=30, **kwargs) as response:
+            for piece in response.iter_raw():
+                out.append((time.monotonic() - start, piece))
+        return out
+
+    return read

@@ -1,0 +1,736 @@
+"""lessonkit.server over real loopback HTTP: endpoints, headers, faults, stats, bad requests.
+
+The official SDKs, curl and client-side timing are in test_server_sdks.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from urllib.parse import quote
+
+import httpx
+import pytest
+import websockets
+
+from lessonkit import llm, server
+from lessonkit.client import read_stream
+from lessonkit.sse import decode_all
+
+pytestmark = pytest.mark.server
+
+ASK = {"model": "lessonkit-sim", "messages": [{"role": "user", "content": llm.RUNNING_PROMPT}]}
+ASK_ANTHROPIC = {**ASK, "max_tokens": 100}
+LONG_PROMPT = "Tell me everything about my parcel."  # a 40-80 token answer
+
+
+# --------------------------------------------------------------------------- headers
+
+
+def test_streams_carry_event_stream_no_cache_and_no_accel_buffering_headers(server_url, fast):
+    for method, path, body in [
+        ("GET", "/v1/stream", None),
+        ("POST", "/v1/chat/completions", {**ASK, "stream": True}),
+        ("POST", "/v1/messages", {**ASK_ANTHROPIC, "stream": True}),
+    ]:
+        with httpx.stream(method, server_url + path, params=fast, json=body) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            assert response.headers["cache-control"] == "no-cache"
+            assert response.headers["x-accel-buffering"] == "no"
+            response.read()
+
+
+def test_a_streamed_body_is_sent_chunked_not_with_a_content_length(server_url, fast):
+    with httpx.stream("GET", server_url + "/v1/stream", params=fast) as response:
+        assert response.headers.get("transfer-encoding") == "chunked"
+        assert "content-length" not in response.headers
+        response.read()
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+def test_openai_stream_ends_with_done_and_spells_the_running_answer(server_url, fast, read_raw):
+    body, clean = read_raw(
+        "POST", server_url + "/v1/chat/completions", params=fast, json={**ASK, "stream": True}
+    )
+    reply = read_stream([body], "openai")
+    assert clean and reply.complete
+    assert reply.text == llm.RUNNING_ANSWER
+    assert reply.finish_reason == "stop"
+    assert body.endswith(b"data: [DONE]\n\n")
+
+
+def test_openai_include_usage_adds_a_usage_chunk_with_empty_choices(server_url, fast, read_raw):
+    request = {**ASK, "stream": True, "stream_options": {"include_usage": True}}
+    body, _ = read_raw("POST", server_url + "/v1/chat/completions", params=fast, json=request)
+    chunks = [json.loads(e.data) for e in decode_all([body]) if e.data != "[DONE]"]
+    assert chunks[-1]["choices"] == []
+    assert chunks[-1]["usage"]["completion_tokens"] == 6
+    assert read_stream([body], "openai").usage["total_tokens"] == 12
+
+
+def test_openai_without_include_usage_sends_no_usage_chunk(server_url, fast, read_raw):
+    body, _ = read_raw(
+        "POST", server_url + "/v1/chat/completions", params=fast, json={**ASK, "stream": True}
+    )
+    assert all(json.loads(e.data)["choices"] for e in decode_all([body]) if e.data != "[DONE]")
+
+
+def test_openai_max_tokens_cuts_the_stream_with_finish_reason_length(server_url, fast, read_raw):
+    request = {**ASK, "stream": True, "max_tokens": 2}
+    body, _ = read_raw("POST", server_url + "/v1/chat/completions", params=fast, json=request)
+    reply = read_stream([body], "openai")
+    assert (reply.text, reply.finish_reason, reply.complete) == ("Your order", "length", True)
+
+
+def test_openai_non_streaming_returns_one_chat_completion(server_url, fast):
+    response = httpx.post(server_url + "/v1/chat/completions", params=fast, json=ASK)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    completion = response.json()
+    assert completion["object"] == "chat.completion"
+    assert completion["choices"][0]["message"]["content"] == llm.RUNNING_ANSWER
+    assert completion["choices"][0]["finish_reason"] == "stop"
+
+
+def test_openai_non_streaming_max_completion_tokens_gives_length(server_url, fast):
+    response = httpx.post(
+        server_url + "/v1/chat/completions", params=fast, json={**ASK, "max_completion_tokens": 3}
+    )
+    choice = response.json()["choices"][0]
+    assert (choice["message"]["content"], choice["finish_reason"]) == ("Your order ships", "length")
+
+
+def test_openai_message_content_may_be_a_list_of_text_parts(server_url, fast):
+    parts = [{"type": "text", "text": "When will my order "}, {"type": "text", "text": "arrive?"}]
+    request = {"model": "m", "messages": [{"role": "user", "content": parts}]}
+    response = httpx.post(server_url + "/v1/chat/completions", params=fast, json=request)
+    assert response.json()["choices"][0]["message"]["content"] == llm.RUNNING_ANSWER
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+def test_anthropic_stream_goes_from_message_start_to_message_stop(server_url, fast, read_raw):
+    body, clean = read_raw(
+        "POST", server_url + "/v1/messages", params=fast, json={**ASK_ANTHROPIC, "stream": True}
+    )
+    events = decode_all([body])
+    assert events[0].event == "message_start" and events[-1].event == "message_stop"
+    reply = read_stream([body], "anthropic")
+    assert clean and reply.complete and reply.text == llm.RUNNING_ANSWER
+
+
+def test_anthropic_max_tokens_stops_with_stop_reason_max_tokens(server_url, fast):
+    request = {**ASK_ANTHROPIC, "max_tokens": 1}
+    message = httpx.post(server_url + "/v1/messages", params=fast, json=request).json()
+    assert message["type"] == "message"
+    assert message["content"] == [{"type": "text", "text": "Your"}]
+    assert message["stop_reason"] == "max_tokens"
+
+
+# --------------------------------------------------------------------------- EventSource
+
+
+def test_eventsource_stream_starts_with_retry_and_puts_an_id_on_every_event(
+    server_url, fast, read_raw
+):
+    body, _ = read_raw("GET", server_url + "/v1/stream", params=fast)
+    assert body.startswith(b"retry: 3000\n\n")
+    blocks = body.decode().split("\n\n")[1:-1]
+    assert all("\nid: " in "\n" + block for block in blocks)
+    events = decode_all([body])
+    assert [e.id for e in events] == ["0", "1", "2", "3", "4", "5", "6"]
+    assert events[-1].event == "done"
+
+
+def test_eventsource_prompt_query_parameter_chooses_the_answer(server_url, fast, read_raw):
+    body, _ = read_raw("GET", server_url + "/v1/stream", params={**fast, "prompt": LONG_PROMPT})
+    assert read_stream([body], "eventsource").text == llm.answer_for(LONG_PROMPT).text
+
+
+@pytest.mark.parametrize("last_id", range(6))
+def test_last_event_id_header_resumes_with_no_gap_and_no_duplicate(
+    server_url, fast, read_raw, last_id
+):
+    first, _ = read_raw("GET", server_url + "/v1/stream", params=fast)
+    seen = [e for e in decode_all([first]) if e.event == "message" and int(e.id) <= last_id]
+    rest, _ = read_raw(
+        "GET", server_url + "/v1/stream", params=fast, headers={"Last-Event-ID": str(last_id)}
+    )
+    resumed = [
+        e for e in decode_all([rest]) if e.event == "message" and json.loads(e.data)["delta"]
+    ]
+    ids = [int(e.id) for e in seen + resumed]
+    assert ids == list(range(6))
+    text = "".join(json.loads(e.data)["delta"] for e in seen + resumed)
+    assert text == llm.RUNNING_ANSWER
+    assert read_stream([rest], "eventsource").complete
+
+
+def test_last_event_id_query_parameter_is_a_fallback_for_the_header(server_url, fast, read_raw):
+    rest, _ = read_raw("GET", server_url + "/v1/stream", params={**fast, "last_event_id": "3"})
+    assert [e.id for e in decode_all([rest])] == ["4", "5", "6"]
+
+
+def test_resuming_after_the_done_event_gets_204_so_eventsource_stops(server_url, fast):
+    response = httpx.get(server_url + "/v1/stream", params=fast, headers={"Last-Event-ID": "6"})
+    assert response.status_code == 204
+
+
+def test_lesson_dialect_on_v1_stream_is_data_delta_then_done(server_url, fast, read_raw):
+    body, _ = read_raw("GET", server_url + "/v1/stream", params={**fast, "dialect": "lesson"})
+    reply = read_stream([body], "lesson")
+    assert reply.complete and reply.text == llm.RUNNING_ANSWER
+    assert b"id:" not in body
+
+
+# --------------------------------------------------------------------------- faults
+
+
+@pytest.mark.parametrize("n_bytes", [0, 1, 20, 57, 100])
+def test_drop_after_bytes_sends_exactly_n_body_bytes_then_closes_without_end_marker(
+    server_url, fast, read_raw, n_bytes
+):
+    body, clean = read_raw(
+        "GET", server_url + "/v1/stream", params={**fast, "drop_after_bytes": n_bytes}
+    )
+    full = llm.wire_bytes(llm.answer_for(llm.RUNNING_PROMPT), "eventsource")
+    assert body == full[:n_bytes]
+    assert not clean
+    assert not read_stream([body], "eventsource").complete
+
+
+def test_drop_after_bytes_on_openai_stream_leaves_no_done(server_url, fast, read_raw):
+    request = {**ASK, "stream": True}
+    params = {**fast, "drop_after_bytes": 400}
+    body, clean = read_raw("POST", server_url + "/v1/chat/completions", params=params, json=request)
+    assert len(body) == 400 and not clean
+    assert b"[DONE]" not in body
+
+
+def test_drop_after_bytes_beyond_the_body_changes_nothing(server_url, fast, read_raw):
+    body, clean = read_raw(
+        "GET", server_url + "/v1/stream", params={**fast, "drop_after_bytes": 10**6}
+    )
+    assert clean and read_stream([body], "eventsource").complete
+
+
+def test_drop_after_bytes_also_cuts_a_blocking_json_reply(server_url, fast, read_raw):
+    body, clean = read_raw(
+        "POST",
+        server_url + "/v1/chat/completions",
+        params={**fast, "drop_after_bytes": 30},
+        json=ASK,
+    )
+    assert len(body) == 30 and not clean
+
+
+def test_heartbeat_ms_sends_ping_comments_during_prefill(server_url, read_raw):
+    params = {"prefill_ms": "120", "per_token_ms": "1", "heartbeat_ms": "25"}
+    body, _ = read_raw("GET", server_url + "/v1/stream", params=params)
+    before_first_token = body.split(b"id: 0")[0]
+    assert before_first_token.count(b": ping\n\n") == 4  # at 25, 50, 75, 100 ms (the token at 121)
+    assert read_stream([body], "eventsource").text == llm.RUNNING_ANSWER
+
+
+def test_no_heartbeat_unless_asked(server_url, fast, read_raw):
+    body, _ = read_raw("GET", server_url + "/v1/stream", params=fast)
+    assert b": ping" not in body
+
+
+def test_stall_ms_pauses_after_half_of_the_tokens(server_url, arrivals):
+    params = {"prefill_ms": "0", "per_token_ms": "5", "stall_ms": "600", "dialect": "lesson"}
+    pieces = arrivals("GET", server_url + "/v1/stream", params=params)
+    # 6 tokens: the first 3 are due at 5-15 ms, the rest 600 ms later (never before 0.6 s)
+    before = b"".join(p for t, p in pieces if t < 0.6)
+    assert read_stream([before], "lesson").text == "Your order ships"
+    whole = b"".join(p for _, p in pieces)
+    assert read_stream([whole], "lesson").text == llm.RUNNING_ANSWER
+
+
+def test_stall_with_heartbeat_fills_the_pause_with_pings(server_url, read_raw):
+    params = {"prefill_ms": "0", "per_token_ms": "1", "stall_ms": "100", "heartbeat_ms": "30"}
+    body, _ = read_raw("GET", server_url + "/v1/stream", params=params)
+    assert body.count(b": ping") >= 3
+    assert read_stream([body], "eventsource").complete
+
+
+def test_with_stall_moves_later_writes_and_fills_the_gap_with_pings():
+    writes = [(0.0, b"a"), (10.0, b"b"), (20.0, b"c")]
+    stalled = list(server.with_stall(writes, after_ms=10.0, stall_ms=50.0, heartbeat_ms=20.0))
+    assert stalled == [
+        (0.0, b"a"),
+        (10.0, b"b"),
+        (30.0, b": ping\n\n"),
+        (50.0, b": ping\n\n"),
+        (70.0, b"c"),
+    ]
+
+
+def test_stall_point_is_after_half_the_tokens_rounded_up():
+    assert server.stall_point_ms([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]) == 30.0
+    assert server.stall_point_ms([10.0, 20.0, 30.0]) == 20.0
+    assert server.stall_point_ms([]) == 0.0
+
+
+def test_per_request_prefill_ms_overrides_the_server_default(server_url, arrivals):
+    pieces = arrivals(
+        "GET", server_url + "/v1/stream", params={"prefill_ms": "0", "per_token_ms": "1"}
+    )
+    assert pieces[-1][0] < 0.2  # the server default would need 200 + 6 * 50 ms
+
+
+# --------------------------------------------------------------------------- disconnects and load
+
+
+def test_a_client_that_disconnects_stops_generation_within_one_token(
+    fresh_server_url, wait_for_stats
+):
+    params = {"prompt": LONG_PROMPT, "prefill_ms": "0", "per_token_ms": "150", "dialect": "lesson"}
+    received = 0
+    with httpx.stream("GET", fresh_server_url + "/v1/stream", params=params) as response:
+        for piece in response.iter_raw():
+            received += piece.count(b"data:")
+            if received >= 3:
+                break
+    stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
+    assert stats["active_streams"] == 0
+    assert stats["disconnects"] == 1
+    assert stats["tokens_after_disconnect"] <= 1
+    assert stats["tokens_generated"] <= received + 2  # one in flight, at most one after
+    assert len(llm.answer_for(LONG_PROMPT).tokens) >= 40
+
+
+def test_disconnect_during_prefill_generates_no_token(fresh_server_url, wait_for_stats):
+    params = {"prefill_ms": "5000", "heartbeat_ms": "20"}
+    with httpx.stream("GET", fresh_server_url + "/v1/stream", params=params) as response:
+        next(response.iter_raw())
+    stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
+    assert (stats["active_streams"], stats["tokens_generated"], stats["disconnects"]) == (0, 0, 1)
+
+
+def test_stats_count_requests_completed_streams_and_tokens(fresh_server_url, get_stats, fast):
+    httpx.get(fresh_server_url + "/v1/stream", params=fast)
+    httpx.post(fresh_server_url + "/v1/chat/completions", params=fast, json=ASK)
+    stats = get_stats(fresh_server_url)
+    assert stats["requests"] == 3  # two answers, then this stats request
+    assert stats["streams_completed"] == 2
+    assert stats["tokens_generated"] == 12
+    assert stats["active_streams"] == 0
+
+
+def test_stats_show_an_open_stream_as_active(fresh_server_url, wait_for_stats):
+    with httpx.stream("GET", fresh_server_url + "/v1/stream", params={"prefill_ms": "5000"}):
+        stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 1)
+        assert stats["active_streams"] == 1
+
+
+def test_a_hundred_concurrent_streams_all_complete_and_are_correct(fresh_server_url, get_stats):
+    params = {"prefill_ms": "20", "per_token_ms": "10"}
+
+    async def one(client: httpx.AsyncClient, i: int):
+        dialect = ["openai", "anthropic", "eventsource"][i % 3]
+        prompt = f"question number {i}"
+        if dialect == "eventsource":
+            request = client.build_request("GET", "/v1/stream", params={**params, "prompt": prompt})
+        else:
+            path = "/v1/chat/completions" if dialect == "openai" else "/v1/messages"
+            body = {"model": "m", "max_tokens": 500, "stream": True}
+            body["messages"] = [{"role": "user", "content": prompt}]
+            request = client.build_request("POST", path, params=params, json=body)
+        response = await client.send(request, stream=True)
+        body = b"".join([piece async for piece in response.aiter_raw()])
+        await response.aclose()
+        return read_stream([body], dialect), llm.answer_for(prompt).text
+
+    async def all_of_them():
+        limits = httpx.Limits(max_connections=200)
+        async with httpx.AsyncClient(
+            base_url=fresh_server_url, limits=limits, timeout=60
+        ) as client:
+            return await asyncio.gather(*(one(client, i) for i in range(100)))
+
+    results = asyncio.run(all_of_them())
+    assert all(reply.complete and reply.text == expected for reply, expected in results)
+    stats = get_stats(fresh_server_url)
+    assert stats["streams_completed"] == 100 and stats["disconnects"] == 0
+
+
+# --------------------------------------------------------------------------- bad requests
+
+OPENAI = "/v1/chat/completions"
+ANTHROPIC = "/v1/messages"
+BAD_REQUESTS = [
+    # (name, method, path, raw body, status)
+    ("invalid json", "POST", OPENAI, b'{"model": ', 400),
+    ("invalid json", "POST", ANTHROPIC, b"{nope}", 400),
+    ("invalid utf-8", "POST", OPENAI, b'{"model": "\xff"}', 400),
+    ("deeply nested json", "POST", OPENAI, b"[" * 100_000 + b"]" * 100_000, 400),
+    ("empty body", "POST", OPENAI, b"", 400),
+    ("body is an array", "POST", ANTHROPIC, b"[1, 2]", 400),
+    ("missing messages", "POST", OPENAI, b'{"model": "m"}', 400),
+    ("missing model", "POST", OPENAI, b'{"messages": [{"role": "user", "content": "hi"}]}', 400),
+    ("missing max_tokens", "POST", ANTHROPIC, json.dumps(ASK).encode(), 400),
+    ("messages not a list", "POST", OPENAI, b'{"model": "m", "messages": "hi"}', 400),
+    ("empty messages", "POST", OPENAI, b'{"model": "m", "messages": []}', 400),
+    ("message not an object", "POST", OPENAI, b'{"model": "m", "messages": [3]}', 400),
+    (
+        "unknown role",
+        "POST",
+        ANTHROPIC,
+        json.dumps({**ASK_ANTHROPIC, "messages": [{"role": "robot", "content": "x"}]}).encode(),
+        400,
+    ),
+    (
+        "content a number",
+        "POST",
+        OPENAI,
+        b'{"model": "m", "messages": [{"role": "user", "content": 5}]}',
+        400,
+    ),
+    ("stream a string", "POST", OPENAI, json.dumps({**ASK, "stream": "yes"}).encode(), 400),
+    ("max_tokens a bool", "POST", OPENAI, json.dumps({**ASK, "max_tokens": True}).encode(), 400),
+    (
+        "max_tokens zero",
+        "POST",
+        ANTHROPIC,
+        json.dumps({**ASK_ANTHROPIC, "max_tokens": 0}).encode(),
+        400,
+    ),
+    (
+        "max_tokens a float",
+        "POST",
+        ANTHROPIC,
+        json.dumps({**ASK_ANTHROPIC, "max_tokens": 2.5}).encode(),
+        400,
+    ),
+    (
+        "stream_options a list",
+        "POST",
+        OPENAI,
+        json.dumps({**ASK, "stream_options": []}).encode(),
+        400,
+    ),
+    (
+        "include_usage a string",
+        "POST",
+        OPENAI,
+        json.dumps({**ASK, "stream_options": {"include_usage": "y"}}).encode(),
+        400,
+    ),
+    (
+        "system a number",
+        "POST",
+        ANTHROPIC,
+        json.dumps({**ASK_ANTHROPIC, "system": 7}).encode(),
+        400,
+    ),
+    (
+        "no user message",
+        "POST",
+        OPENAI,
+        b'{"model": "m", "messages": [{"role": "system", "content": "x"}]}',
+        400,
+    ),
+    ("body over 1 MiB", "POST", OPENAI, b" " * (server.MAX_BODY_BYTES + 1), 413),
+    ("body over 1 MiB", "POST", ANTHROPIC, b" " * (server.MAX_BODY_BYTES + 1), 413),
+    ("wrong method", "GET", OPENAI, None, 405),
+    ("wrong method", "GET", ANTHROPIC, None, 405),
+    ("wrong method", "POST", "/v1/stream", b"{}", 405),
+    ("wrong method", "DELETE", "/v1/models", None, 405),
+    ("unknown path", "GET", "/v2/everything", None, 404),
+    ("unknown path", "POST", "/v1/messages/batches", b"{}", 404),
+]
+
+
+def _check_error_body(path: str, response: httpx.Response) -> None:
+    error = response.json()
+    if path.startswith(ANTHROPIC):
+        assert error["type"] == "error"
+        assert isinstance(error["error"]["type"], str)
+        assert error["error"]["message"]
+    else:
+        assert set(error["error"]) == {"message", "type", "param", "code"}
+        assert error["error"]["type"] == "invalid_request_error"
+        assert error["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("name", "method", "path", "body", "status"),
+    BAD_REQUESTS,
+    ids=[f"{row[0]} {row[2]}" for row in BAD_REQUESTS],
+)
+def test_a_bad_request_gets_its_4xx_with_an_api_style_json_error(
+    server_url, fast, capfd, name, method, path, body, status
+):
+    response = httpx.request(method, server_url + path, params=fast, content=body)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    _check_error_body(path, response)
+    assert httpx.get(server_url + "/v1/models").status_code == 200  # still serving
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_anthropic_errors_use_anthropic_types(server_url):
+    assert httpx.get(server_url + ANTHROPIC).json()["error"]["type"] == "invalid_request_error"
+    assert httpx.post(server_url + "/v1/messages/x").json()["error"]["type"] == "not_found_error"
+
+
+def test_a_wrong_type_error_names_the_parameter(server_url):
+    response = httpx.post(server_url + OPENAI, json={**ASK, "max_tokens": "ten"})
+    assert response.json()["error"]["param"] == "max_tokens"
+
+
+def test_405_says_which_methods_are_allowed(server_url):
+    assert httpx.get(server_url + OPENAI).headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"drop_after_bytes": "many"},
+        {"drop_after_bytes": "-1"},
+        {"stall_ms": "nan"},
+        {"per_token_ms": "-5"},
+        {"prefill_ms": "1e12"},
+        {"heartbeat_ms": "0"},
+        {"max_tokens": "0"},
+        {"dialect": "klingon"},
+        {"last_event_id": "abc"},
+    ],
+)
+def test_bad_query_parameters_get_400_with_the_parameter_named(server_url, params):
+    response = httpx.get(server_url + "/v1/stream", params=params)
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == next(iter(params))
+
+
+def test_bad_fault_parameter_on_anthropic_endpoint_gets_anthropic_error(server_url):
+    response = httpx.post(server_url + ANTHROPIC, params={"stall_ms": "x"}, json=ASK_ANTHROPIC)
+    assert response.status_code == 400 and response.json()["type"] == "error"
+
+
+# --------------------------------------------------------------------------- models, CORS
+
+
+def test_models_lists_the_simulated_model(server_url):
+    listing = httpx.get(server_url + "/v1/models").json()
+    assert listing["object"] == "list"
+    assert [m["id"] for m in listing["data"]] == [server.MODEL]
+
+
+def test_cors_preflight_lets_a_jupyter_page_post_json_with_authorization(server_url):
+    response = httpx.options(
+        server_url + OPENAI,
+        headers={
+            "Origin": "http://localhost:8888",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type",
+        },
+    )
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == "http://localhost:8888"
+    assert "POST" in response.headers["access-control-allow-methods"]
+    allowed = response.headers["access-control-allow-headers"].lower()
+    assert "authorization" in allowed and "content-type" in allowed
+
+
+def test_cors_lets_a_page_on_another_localhost_port_read_the_stream(server_url, fast):
+    origin = "http://127.0.0.1:8888"
+    response = httpx.get(server_url + "/v1/stream", params=fast, headers={"Origin": origin})
+    assert response.headers["access-control-allow-origin"] == origin
+
+
+def test_cors_grants_nothing_to_a_foreign_website(server_url, fast):
+    response = httpx.get(server_url + "/v1/models", headers={"Origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in response.headers
+
+
+# --------------------------------------------------------------------------- WebSocket
+
+
+def _ws_url(url: str, query: str = "") -> str:
+    return url.replace("http://", "ws://") + "/v1/ws" + query
+
+
+def test_websocket_streams_the_same_answer_then_done(server_url):
+    async def talk():
+        async with websockets.connect(_ws_url(server_url, "?per_token_ms=2&prefill_ms=5")) as ws:
+            await ws.send(json.dumps({"prompt": llm.RUNNING_PROMPT}))
+            return [json.loads(message) async for message in ws]
+
+    messages = asyncio.run(talk())
+    assert "".join(m.get("delta", "") for m in messages) == llm.RUNNING_ANSWER
+    assert messages[-1] == {"done": True, "finish_reason": "stop"}
+
+
+def test_websocket_takes_the_prompt_from_the_query_too(server_url):
+    async def talk():
+        query = "?per_token_ms=1&prefill_ms=1&max_tokens=2&prompt=" + quote(llm.RUNNING_PROMPT)
+        async with websockets.connect(_ws_url(server_url, query)) as ws:
+            return [json.loads(message) async for message in ws]
+
+    messages = asyncio.run(talk())
+    assert messages == [
+        {"delta": "Your"},
+        {"delta": " order"},
+        {"done": True, "finish_reason": "length"},
+    ]
+
+
+def test_websocket_stop_message_stops_generation(fresh_server_url, wait_for_stats):
+    async def talk():
+        async with websockets.connect(
+            _ws_url(fresh_server_url, "?per_token_ms=100&prefill_ms=0")
+        ) as ws:
+            await ws.send(json.dumps({"prompt": LONG_PROMPT}))
+            first = json.loads(await ws.recv())
+            await ws.send(json.dumps({"stop": True}))
+            rest = [json.loads(m) async for m in ws]
+            return first, rest
+
+    first, rest = asyncio.run(talk())
+    assert "delta" in first
+    assert rest[-1] == {"done": True, "finish_reason": "stopped"} and len(rest) <= 2
+    stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
+    assert stats["tokens_generated"] <= 3
+
+
+def test_websocket_bad_first_message_gets_an_error_and_close(server_url):
+    async def talk():
+        async with websockets.connect(_ws_url(server_url)) as ws:
+            await ws.send(json.dumps({"prompt": 5}))
+            message = json.loads(await ws.recv())
+            with pytest.raises(websockets.ConnectionClosed):
+                await ws.recv()
+            return message, ws.close_code
+
+    message, code = asyncio.run(talk())
+    assert "prompt" in message["error"] and code == 1008
+
+
+# --------------------------------------------------------------------------- running() and the CLI
+
+
+def test_running_works_twice_in_a_row_on_free_ports():
+    urls = []
+    for _ in range(2):
+        with server.running(prefill_ms=0, per_token_ms=0) as url:
+            assert httpx.get(url + "/v1/models").status_code == 200
+            urls.append(url)
+    assert all(u.startswith("http://127.0.0.1:") for u in urls)
+    for url in urls:
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(url + "/v1/models")
+
+
+def test_running_stops_the_server_when_the_block_is_interrupted():
+    with pytest.raises(KeyboardInterrupt):
+        with server.running() as url:
+            raise KeyboardInterrupt
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(url + "/v1/models")
+
+
+def test_running_stops_promptly_even_with_a_stream_open():
+    with server.running(prefill_ms=60_000) as url:
+        client = httpx.Client(timeout=30)
+        response = client.send(client.build_request("GET", url + "/v1/stream"), stream=True)
+        start = time.monotonic()
+    assert time.monotonic() - start < 3.0
+    response.close()
+    client.close()
+
+
+def test_running_works_inside_a_running_event_loop_as_in_a_jupyter_kernel():
+    async def cell():
+        with server.running(prefill_ms=1, per_token_ms=1) as url:
+            async with httpx.AsyncClient() as client:
+                response = await client.get(url + "/v1/stream")
+        return read_stream([response.content], "eventsource").text
+
+    assert asyncio.run(cell()) == llm.RUNNING_ANSWER
+
+
+def test_running_leaves_no_thread_behind():
+    import threading
+
+    before = {t.name for t in threading.enumerate()}
+    with server.running():
+        pass
+    assert {t.name for t in threading.enumerate()} <= before
+
+
+def test_only_non_loopback_hosts_get_a_warning():
+    assert server.bind_warning("127.0.0.1") is None
+    assert server.bind_warning("::1") is None
+    assert server.bind_warning("localhost") is None
+    assert "0.0.0.0" in server.bind_warning("0.0.0.0")
+    assert server.bind_warning("192.168.1.20") is not None
+
+
+def _start_cli(*args: str) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lessonkit", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = process.stdout.readline()
+    url = line.split("listening on ")[1].split()[0]
+    return process, url
+
+
+def _stop_cli(process: subprocess.Popen) -> tuple[int, str, str]:
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=15)
+    return process.returncode, out, err
+
+
+def test_lessonkit_serve_prints_its_url_and_serves_until_ctrl_c():
+    process, url = _start_cli("serve", "--port", "0", "--prefill-ms", "1", "--per-token-ms", "1")
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        response = httpx.get(url + "/v1/stream", timeout=10)
+        assert read_stream([response.content], "eventsource").text == llm.RUNNING_ANSWER
+    finally:
+        code, out, err = _stop_cli(process)
+    assert code == 130  # the usual exit code after Ctrl+C
+    assert "Traceback" not in err
+    assert '"GET /v1/stream' in out  # the access log, one line per request
+
+
+def test_lessonkit_serve_defaults_come_from_its_flags():
+    process, url = _start_cli(
+        "serve", "--port", "0", "--prefill-ms", "0", "--per-token-ms", "0", "--quiet"
+    )
+    try:
+        start = time.monotonic()
+        httpx.get(url + "/v1/stream", params={"prompt": LONG_PROMPT}, timeout=10)
+        assert time.monotonic() - start < 2.0  # 40+ tokens at the default 40 ms would take longer
+    finally:
+        code, out, err = _stop_cli(process)
+    assert out == ""  # --quiet: no access log
+    assert code == 130 and err == "stopped.\n"  # --quiet: no access log
+
+
+def test_lessonkit_serve_reports_a_port_in_use_without_a_traceback():
+    with server.running() as url:
+        port = url.rsplit(":", 1)[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "lessonkit", "serve", "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={**os.environ, "PYTHONWARNINGS": "error"},
+        )
+    assert result.returncode == 1
+    assert "cannot listen" in result.stderr and "Traceback" not in result.stderr
