@@ -16,14 +16,16 @@ Headless (nbconvert, nbval) no JavaScript runs; ``describe`` gives the static st
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import anywidget
+import httpx
 import traitlets
 
 from lessonkit import llm
 
-__all__ = ["BrowserStreamDemo", "describe"]
+__all__ = ["BrowserStreamDemo", "describe", "request_count", "wait_until_idle"]
 
 _CSS = """
 .lk-browser-demo { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
@@ -70,3 +72,35 @@ def describe(base_url: str, prompt: str = llm.RUNNING_PROMPT) -> str:
             f"Both panels fill in token by token with {answer!r} and then show 'done'.",
         ]
     )
+
+
+def request_count(base_url: str) -> int:
+    """Return how many requests the local server has seen (GET /v1/stats)."""
+    return int(httpx.get(f"{base_url}/v1/stats", timeout=5).json()["requests"])
+
+
+def wait_until_idle(
+    base_url: str, *, since_requests: int, grace_s: float = 1.5, timeout_s: float = 15.0
+) -> str:
+    """Return once no browser stream is running, so the server can stop without cutting one.
+
+    A browser that shows the demo sends its requests within a moment; if none has
+    arrived `grace_s` after `since_requests` was counted (headless runs), return at
+    once. Otherwise wait (at most `timeout_s`) until /v1/stats shows no active stream.
+    The kernel cannot see widget updates while a cell runs, so the server's own
+    counters are the signal.
+    """
+    started = time.monotonic()
+    polls = 0
+    while True:
+        stats = httpx.get(f"{base_url}/v1/stats", timeout=5).json()
+        polls += 1  # our own /v1/stats calls count as requests too
+        waited_s = time.monotonic() - started
+        browser_seen = stats["requests"] - polls > since_requests
+        if not browser_seen and waited_s > grace_s:
+            return "no browser streams seen"
+        if browser_seen and stats["active_streams"] == 0:
+            return "browser streams finished"
+        if waited_s > timeout_s:
+            return "gave up waiting for the browser"
+        time.sleep(0.1)
