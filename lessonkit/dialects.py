@@ -138,6 +138,8 @@ def _anthropic(event: Event) -> Step:
     obj = _object(event.data)
     if kind == "message" and isinstance(obj.get("type"), str):
         kind = obj["type"]  # a server that left out the `event:` line
+        if kind == "message_stop":
+            return Step(done=True)
     if kind == "error":
         return Step(error=f"server error: {_error_text(obj.get('error', obj))}")
     if kind == "message_start":

@@ -176,3 +176,40 @@ def sim_answers() -> st.SearchStrategy:
         finish_reason=st.sampled_from(FINISH_REASONS),
         prompt_tokens=st.integers(0, 50),
     )
+
+
+# --- streams on which httpx-sse is known to follow the spec ---------------------------
+
+# httpx's LineDecoder splits like str.splitlines, so keep those characters out.
+_SPLITLINES_EXTRA = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+field_text = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cs",), blacklist_characters="\r\n\x00" + _SPLITLINES_EXTRA
+    ),
+    max_size=12,
+)
+"""A field value: one line of any text (no NUL, nothing splitlines would split on)."""
+
+
+@st.composite
+def plain_streams(draw: st.DrawFn) -> bytes:
+    """Return a stream without httpx-sse's known quirks (STYLE.md section 3).
+
+    Every block has at least one data line (so no data-less block after an id,
+    no block with only an event field); no BOM; no retry; comments allowed.
+    """
+    end = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    blocks = []
+    for _ in range(draw(st.integers(0, 6))):
+        lines = []
+        if draw(st.booleans()):
+            lines.append(": " + draw(field_text))
+        if draw(st.booleans()):
+            lines.append("event: " + draw(field_text))
+        if draw(st.booleans()):
+            lines.append("id: " + draw(field_text))
+        for value in draw(st.lists(field_text, min_size=1, max_size=3)):
+            lines.append(draw(st.sampled_from(["data: ", "data:"])) + value)
+        lines = draw(st.permutations(lines))
+        blocks.append(end.join(lines) + end + end)
+    return "".join(blocks).encode()

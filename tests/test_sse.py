@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import statistics
@@ -9,9 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from httpx._decoders import LineDecoder
+from httpx_sse._decoders import SSEDecoder as HttpxSSEDecoder
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from strategies import bytes_and_chunks, chunkings, sse_bytes, wire_like_bytes
+from strategies import bytes_and_chunks, chunkings, plain_streams, sse_bytes, wire_like_bytes
 
 from lessonkit.sse import Event, EventTooLarge, SSEDecoder, comment, decode_all, encode
 
@@ -477,3 +480,27 @@ def test_one_2_mb_event_fed_byte_by_byte_finishes_in_seconds():
 @settings(max_examples=30)
 def test_a_big_event_cut_anywhere_arrives_whole(chunks):
     assert [len(e.data) for e in decode_all(chunks)] == [5000]
+
+
+# --- differential: httpx-sse, on streams where it follows the spec ----------------------
+
+
+def httpx_sse_events(chunks: list[bytes]) -> list[list[str]]:
+    """Return (type, data, id) of every event httpx-sse finds, fed as httpx would feed it."""
+    text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    lines = LineDecoder()
+    decoder = HttpxSSEDecoder()
+    found = []
+    texts = [text_decoder.decode(chunk) for chunk in chunks] + [text_decoder.decode(b"", True)]
+    all_lines = [line for text in texts if text for line in lines.decode(text)]
+    for line in all_lines + lines.flush():
+        event = decoder.decode(line)
+        if event is not None:
+            found.append([event.event, event.data, event.id])
+    return found
+
+
+@given(plain_streams().flatmap(lambda data: chunkings(data)))
+@settings(max_examples=300)
+def test_the_decoder_agrees_with_httpx_sse_where_httpx_sse_follows_the_spec(chunks):
+    assert triples(decode_all(chunks)) == httpx_sse_events(chunks)
