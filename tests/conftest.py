@@ -27,6 +27,12 @@ def server_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def server_pace_ms() -> tuple[float, float]:
+    """(prefill_ms, per_token_ms) of the session server."""
+    return TIMED_PREFILL_MS, TIMED_PER_TOKEN_MS
+
+
 @pytest.fixture
 def fresh_server_url() -> Iterator[str]:
     """Base URL of a server of this test alone (fresh /v1/stats; prefill 20, 20 per token)."""

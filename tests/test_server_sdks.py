@@ -1,0 +1,257 @@
+"""The official SDKs, httpx-sse and curl against lessonkit serve, with timing seen at the client.
+
+The session server runs at prefill 200 ms and 50 ms per token, so the first token
+is due 250 ms after the request. Timing checks accept [0.9 x, +150 ms] for the first
+token and a median gap within [0.6, 1.5] x per_token_ms: loose enough for a busy
+2-core machine, tight enough to fail if a buffer holds the tokens back (the gaps
+would collapse to ~0 and the first token would come at the end).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+
+import anthropic
+import httpx
+import openai
+import pytest
+from httpx_sse import connect_sse
+
+from lessonkit import llm
+from lessonkit.client import read_stream
+
+pytestmark = pytest.mark.server
+
+PROMPT = "Tell me everything about my parcel."
+N_TOKENS = 12  # max_tokens for timed runs: 200 + 12 * 50 = 800 ms each
+EXPECTED = llm.answer_for(PROMPT, max_tokens=N_TOKENS)
+MESSAGES = [{"role": "user", "content": PROMPT}]
+
+
+@pytest.fixture
+def assert_paced(server_pace_ms):
+    """Return a check of client-side timing against the session server's pace."""
+    prefill_ms, per_token_ms = server_pace_ms
+
+    def check(start_s: float, token_arrivals_s: list[float]) -> None:
+        assert len(token_arrivals_s) >= 5
+        ttft_ms = (token_arrivals_s[0] - start_s) * 1000
+        due_ms = prefill_ms + per_token_ms
+        assert 0.9 * due_ms <= ttft_ms <= due_ms + 150, f"first token after {ttft_ms:.0f} ms"
+        gaps_ms = [
+            (b - a) * 1000 for a, b in zip(token_arrivals_s[:-1], token_arrivals_s[1:], strict=True)
+        ]
+        median_ms = statistics.median(gaps_ms)
+        low, high = 0.6 * per_token_ms, 1.5 * per_token_ms
+        assert low <= median_ms <= high, f"median gap {median_ms:.1f} ms, gaps {gaps_ms}"
+
+    return check
+
+
+@pytest.fixture
+def openai_client(server_url):
+    with openai.OpenAI(base_url=server_url + "/v1", api_key="x", max_retries=0) as client:
+        yield client
+
+
+@pytest.fixture
+def anthropic_client(server_url):
+    with anthropic.Anthropic(base_url=server_url, api_key="x", max_retries=0) as client:
+        yield client
+
+
+FAST_QUERY = {"prefill_ms": "5", "per_token_ms": "2"}
+
+
+# --------------------------------------------------------------------------- openai
+
+
+def test_openai_sdk_streams_tokens_as_they_are_generated(openai_client, assert_paced):
+    start = time.monotonic()
+    stream = openai_client.chat.completions.create(
+        model="lessonkit-sim", messages=MESSAGES, stream=True, max_tokens=N_TOKENS
+    )
+    texts, arrivals = [], []
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            arrivals.append(time.monotonic())
+            texts.append(chunk.choices[0].delta.content)
+    assert "".join(texts) == EXPECTED.text
+    assert_paced(start, arrivals)
+
+
+def test_openai_sdk_stream_ends_with_finish_reason_length_under_max_tokens(openai_client):
+    stream = openai_client.chat.completions.create(
+        model="m", messages=MESSAGES, stream=True, max_tokens=3, extra_query=FAST_QUERY
+    )
+    finishes = [c.choices[0].finish_reason for c in stream if c.choices]
+    assert finishes[-1] == "length"
+
+
+def test_openai_sdk_non_streaming_create(openai_client):
+    completion = openai_client.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": llm.RUNNING_PROMPT}],
+        extra_query=FAST_QUERY,
+    )
+    assert completion.choices[0].message.content == llm.RUNNING_ANSWER
+    assert completion.usage.completion_tokens == 6
+
+
+def test_openai_sdk_include_usage_gives_a_usage_chunk(openai_client):
+    stream = openai_client.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": llm.RUNNING_PROMPT}],
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_query=FAST_QUERY,
+    )
+    usages = [chunk.usage for chunk in stream if chunk.usage]
+    assert [u.total_tokens for u in usages] == [12]
+
+
+def test_openai_stream_helper_events_and_final_completion(openai_client):
+    with openai_client.chat.completions.stream(
+        model="m",
+        messages=[{"role": "user", "content": llm.RUNNING_PROMPT}],
+        extra_query=FAST_QUERY,
+    ) as stream:
+        deltas = [event.delta for event in stream if event.type == "content.delta"]
+        final = stream.get_final_completion()
+    assert "".join(deltas) == llm.RUNNING_ANSWER
+    assert final.choices[0].message.content == llm.RUNNING_ANSWER
+    assert final.choices[0].finish_reason == "stop"
+
+
+def test_openai_sdk_raises_bad_request_with_the_servers_message(openai_client):
+    with pytest.raises(openai.BadRequestError) as caught:
+        openai_client.chat.completions.create(model="m", messages=[])
+    assert caught.value.status_code == 400
+    assert "at least one message" in caught.value.message
+
+
+def test_openai_sdk_lists_models(openai_client):
+    assert [m.id for m in openai_client.models.list()] == ["lessonkit-sim"]
+
+
+# --------------------------------------------------------------------------- anthropic
+
+
+def test_anthropic_sdk_stream_helper_paces_text_and_builds_the_final_message(
+    anthropic_client, assert_paced
+):
+    start = time.monotonic()
+    arrivals, texts = [], []
+    with anthropic_client.messages.stream(
+        model="lessonkit-sim", max_tokens=N_TOKENS, messages=MESSAGES
+    ) as stream:
+        for text in stream.text_stream:
+            arrivals.append(time.monotonic())
+            texts.append(text)
+        message = stream.get_final_message()
+    assert "".join(texts) == EXPECTED.text
+    assert message.content[0].text == EXPECTED.text
+    assert message.stop_reason == "max_tokens"
+    assert message.usage.output_tokens == N_TOKENS
+    assert_paced(start, arrivals)
+
+
+def test_anthropic_sdk_raw_stream_events_in_order(anthropic_client):
+    events = anthropic_client.messages.create(
+        model="m",
+        max_tokens=100,
+        messages=[{"role": "user", "content": llm.RUNNING_PROMPT}],
+        stream=True,
+        extra_query=FAST_QUERY,
+    )
+    kinds = [event.type for event in events]
+    assert kinds[:2] == ["message_start", "content_block_start"]
+    assert kinds[-3:] == ["content_block_stop", "message_delta", "message_stop"]
+    assert kinds.count("content_block_delta") == 6
+
+
+def test_anthropic_sdk_non_streaming_create(anthropic_client):
+    message = anthropic_client.messages.create(
+        model="m",
+        max_tokens=100,
+        system="You are a helpful shop assistant.",
+        messages=[{"role": "user", "content": llm.RUNNING_PROMPT}],
+        extra_query=FAST_QUERY,
+    )
+    assert message.content[0].text == llm.RUNNING_ANSWER
+    assert message.stop_reason == "end_turn"
+
+
+def test_anthropic_sdk_raises_bad_request_with_the_servers_message(anthropic_client):
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        anthropic_client.messages.create(model="m", max_tokens=0, messages=MESSAGES)
+    assert "max_tokens" in str(caught.value)
+
+
+# --------------------------------------------------------------------------- httpx-sse
+
+
+def test_httpx_sse_reads_ids_and_tokens_on_time(server_url, assert_paced):
+    params = {"prompt": PROMPT, "max_tokens": str(N_TOKENS)}
+    start = time.monotonic()
+    arrivals, events = [], []
+    with httpx.Client(timeout=30) as client:
+        with connect_sse(client, "GET", server_url + "/v1/stream", params=params) as source:
+            for sse in source.iter_sse():
+                events.append(sse)
+                if sse.event == "message" and sse.data:  # (httpx-sse also yields retry-only blocks)
+                    arrivals.append(time.monotonic())
+    tokens = [e for e in events if e.event == "message" and e.data]
+    assert [e.id for e in tokens] == [str(i) for i in range(N_TOKENS)]
+    assert events[-1].event == "done" and events[-1].data == "[DONE]"
+    assert_paced(start, arrivals)
+
+
+def test_httpx_sse_sees_the_retry_field(server_url):
+    with httpx.Client(timeout=30) as client:
+        with connect_sse(client, "GET", server_url + "/v1/stream", params=FAST_QUERY) as source:
+            retries = [sse.retry for sse in source.iter_sse() if sse.retry is not None]
+    # httpx-sse dispatches the retry-only block as an (empty) event of its own
+    assert retries == [3000]
+
+
+# --------------------------------------------------------------------------- curl
+
+
+def _curl(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        ["curl", "-sS", "-N", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def test_curl_no_buffer_prints_each_token_when_it_is_generated(server_url, assert_paced):
+    url = f"{server_url}/v1/stream?dialect=lesson&max_tokens={N_TOKENS}&prompt=Tell%20me%20everything%20about%20my%20parcel."
+    start = time.monotonic()
+    process = _curl(url)
+    arrivals, lines = [], []
+    for line in process.stdout:
+        if line.startswith(b"data: {"):
+            arrivals.append(time.monotonic())
+        lines.append(line)
+    assert process.wait(timeout=30) == 0
+    assert read_stream([b"".join(lines)], "lesson").text == EXPECTED.text
+    # curl's own start-up is inside the first token time, hence the +150 ms slack
+    assert_paced(start, arrivals)
+
+
+def test_curl_resumes_with_a_last_event_id_header(server_url):
+    url = server_url + "/v1/stream?prefill_ms=5&per_token_ms=2"
+    process = _curl("-H", "Last-Event-ID: 2", url)
+    out, _ = process.communicate(timeout=30)
+    reply = read_stream([out], "eventsource")
+    assert reply.text == " on Monday." and reply.complete
+
+
+def test_curl_reports_a_dropped_stream_as_a_transfer_error(server_url):
+    url = server_url + "/v1/stream?prefill_ms=5&per_token_ms=2&drop_after_bytes=50"
+    process = _curl(url)
+    out, err = process.communicate(timeout=30)
+    assert len(out) == 50
+    assert process.returncode == 18  # CURLE_PARTIAL_FILE: the body ended early
