@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -70,17 +71,50 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
+@dataclass
+class WatchedPage:
+    """A page with its console log, kept for the artifacts of a failing test."""
+
+    context: Any
+    page: Any
+    console_lines: list[str] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, browser: Any) -> WatchedPage:
+        """Return a new page in a fresh browser context, its console recorded."""
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(60_000)
+        watched = cls(context, context.new_page())
+        watched.page.on("console", lambda m: watched.console_lines.append(f"[{m.type}] {m.text}"))
+        watched.page.on("pageerror", lambda e: watched.console_lines.append(f"[pageerror] {e}"))
+        return watched
+
+    def save_if_failed(self, request: pytest.FixtureRequest) -> None:
+        """Save a screenshot and the console log when the requesting test did not pass."""
+        report = getattr(request.node, "report_call", None)
+        if report is None or report.failed:
+            save_artifacts(self.page, request.node.name, self.console_lines)
+
+
 @pytest.fixture
 def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A fresh browser context and page; screenshot and console saved if the test fails."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.set_default_timeout(60_000)
-    new_page = context.new_page()
-    console_lines: list[str] = []
-    new_page.on("console", lambda msg: console_lines.append(f"[{msg.type}] {msg.text}"))
-    new_page.on("pageerror", lambda error: console_lines.append(f"[pageerror] {error}"))
-    yield new_page
-    report = getattr(request.node, "report_call", None)
-    if report is None or report.failed:
-        save_artifacts(new_page, request.node.name, console_lines)
-    context.close()
+    """A page of this test alone; screenshot and console saved if the test fails."""
+    watched = WatchedPage.open(browser)
+    yield watched.page
+    watched.save_if_failed(request)
+    watched.context.close()
+
+
+@pytest.fixture(scope="module")
+def module_page(browser: Any) -> Iterator[WatchedPage]:
+    """One page shared by the tests of a module (one notebook, many widgets)."""
+    watched = WatchedPage.open(browser)
+    yield watched
+    watched.context.close()
+
+
+@pytest.fixture
+def shared_page(module_page: WatchedPage, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The module's page, for one test: its screenshot is saved if that test fails."""
+    yield module_page.page
+    module_page.save_if_failed(request)

@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -401,23 +402,36 @@ def click_menu(page: Any, menu: str, item: str) -> None:
     page.locator(f".lm-Menu-itemLabel:text-is('{item}')").click()
 
 
-def code_cells_to_run(cells: list[CellView]) -> list[CellView]:
-    """Return the code cells that a Run All executes (JupyterLab skips empty ones)."""
-    return [c for c in cells if c.is_code and c.source.strip()]
+def code_cell_indices(notebook_path: Path) -> list[int]:
+    """Return the indices of the code cells a Run All executes (JupyterLab skips empty ones)."""
+    cells = nbformat.read(notebook_path, as_version=4).cells
+    return [i for i, c in enumerate(cells) if c.cell_type == "code" and c.source.strip()]
+
+
+def tracebacks(cells: list[CellView]) -> list[str]:
+    """Return the text of every error output (a traceback) the page shows."""
+    return [
+        o.text for c in cells for o in c.outputs if o.mime == STDERR_MIME and "Traceback" in o.text
+    ]
 
 
 def run_all_and_wait(
-    page: Any, server: LabServer, notebook_path: str, *, timeout_s: float = 180
+    page: Any,
+    server: LabServer,
+    notebook_path: str,
+    code_indices: list[int],
+    *,
+    timeout_s: float = 180,
 ) -> list[CellView]:
     """Run all cells via the Run menu; return the cells once all ran, or one raised an error."""
     click_menu(page, "Run", "Run All Cells")
 
     def finished() -> list[CellView] | None:
         cells = snapshot_cells(page)
-        to_run = code_cells_to_run(cells)
-        if any(o.mime == STDERR_MIME and "Traceback" in o.text for c in cells for o in c.outputs):
+        if tracebacks(cells):
             return cells  # Run All stops at an error: no point waiting for the rest.
-        if to_run and all(c.executed for c in to_run):
+        by_index = {c.index: c for c in cells}
+        if all(i in by_index and by_index[i].executed for i in code_indices):
             return cells
         return None
 
@@ -448,3 +462,51 @@ def save_artifacts(page: Any, name: str, console_lines: list[str]) -> list[Path]
 def remove_tree(path: Path) -> None:
     """Delete a scratch folder, ignoring what is already gone."""
     shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Widgets in the page
+
+
+def set_slider(slider: Any, value: float) -> None:
+    """Set an ipywidgets slider the way a learner can: type the value into its readout, Enter."""
+    readout = slider.locator(".widget-readout")
+    readout.click()
+    readout.press("Control+a")
+    readout.press_sequentially(str(value))
+    readout.press("Enter")
+
+
+def press_slider_key(slider: Any, key: str, times: int = 1) -> None:
+    """Focus the slider's handle and press key (ArrowRight, ArrowLeft, Home, End) times times."""
+    handle = slider.locator(".noUi-handle")
+    handle.focus()
+    for _ in range(times):
+        handle.press(key)
+
+
+def slider_value(slider: Any) -> float:
+    """Return the number a slider's readout shows (thousands separators removed)."""
+    return float(slider.locator(".widget-readout").text_content().replace(",", ""))
+
+
+class _TextOf(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def html_text(markup: str) -> str:
+    """Return the text a browser shows for markup (its textContent, whitespace collapsed)."""
+    parser = _TextOf()
+    parser.feed(markup)
+    parser.close()
+    return normalized("".join(parser.parts))
+
+
+def normalized(text: str) -> str:
+    """Return text with each run of whitespace collapsed to one space, ends stripped."""
+    return " ".join(text.split())

@@ -19,7 +19,9 @@ from labdriver import (
     WIDGET_FAILURE_TEXTS,
     WIDGET_MIME,
     CellView,
+    ConditionTimeout,
     LabServer,
+    code_cell_indices,
     open_notebook,
     relative_to_root,
     run_all_and_wait,
@@ -35,37 +37,19 @@ NOTEBOOKS = sorted((REPO_ROOT / "notebooks").glob("*.ipynb")) + sorted(
 )
 
 
-def expected_per_code_cell(notebook_path: Path) -> list[dict[str, int]]:
-    """Return, per non-empty code cell, how many figures and widgets the committed copy shows."""
+def expected_per_code_cell(notebook_path: Path) -> dict[int, dict[str, int]]:
+    """Return, per code cell index, how many figures and widgets the committed notebook shows."""
     notebook = nbformat.read(notebook_path, as_version=4)
-    expected = []
-    for cell in notebook.cells:
-        if cell.cell_type != "code" or not cell.source.strip():
+    expected = {}
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
             continue
         outputs = [o for o in cell.get("outputs", []) if "data" in o]
-        expected.append(
-            {
-                "images": sum(
-                    "image/png" in o["data"] or "image/jpeg" in o["data"] for o in outputs
-                ),
-                "widgets": sum(WIDGET_MIME in o["data"] for o in outputs),
-            }
-        )
+        expected[index] = {
+            "images": sum("image/png" in o["data"] or "image/jpeg" in o["data"] for o in outputs),
+            "widgets": sum(WIDGET_MIME in o["data"] for o in outputs),
+        }
     return expected
-
-
-def problems_in(cells: list[CellView], tags_by_index: dict[int, list[str]]) -> list[str]:
-    """Return a readable line for each error, stderr text or broken widget in the page."""
-    problems = []
-    for cell in cells:
-        allowed_error = "raises-exception" in tags_by_index.get(cell.index, [])
-        for output in cell.outputs:
-            if output.mime == STDERR_MIME and not allowed_error:
-                problems.append(f"cell {cell.index} wrote to stderr:\n{output.text[:1500]}")
-            for failure in WIDGET_FAILURE_TEXTS:
-                if failure in output.text:
-                    problems.append(f"cell {cell.index}: {output.text[:300]!r}")
-    return problems
 
 
 def rendered_counts(cell: CellView) -> dict[str, int]:
@@ -79,41 +63,59 @@ def rendered_counts(cell: CellView) -> dict[str, int]:
     }
 
 
+def error_outputs(cells: list[CellView], allowed: set[int]) -> list[str]:
+    """Return a readable line per traceback or stderr text, except in cells allowed to raise."""
+    return [
+        f"cell {c.index} wrote to stderr:\n{o.text[:1500]}"
+        for c in cells
+        for o in c.outputs
+        if o.mime == STDERR_MIME and c.index not in allowed
+    ]
+
+
+def unrendered(cells: list[CellView], expected: dict[int, dict[str, int]]) -> list[str]:
+    """Return a line per widget still loading or failed, and per figure or widget missing."""
+    lines = [
+        f"cell {c.index}: {o.text[:200]!r}"
+        for c in cells
+        for o in c.outputs
+        if any(text in o.text for text in WIDGET_FAILURE_TEXTS)
+    ]
+    for cell in cells:
+        want = expected.get(cell.index)
+        shown = rendered_counts(cell)
+        if want and (shown["images"] < want["images"] or shown["widgets"] < want["widgets"]):
+            lines.append(
+                f"cell {cell.index}: the committed notebook shows {want}, the page {shown}"
+            )
+    return lines
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_notebook_runs_in_jupyterlab_without_errors_and_shows_its_widgets_and_figures(
     notebook: Path, lab: LabServer, page: Any, scratch_dir: Path
 ) -> None:
     copy = scratch_copy(notebook, scratch_dir)
     path = relative_to_root(copy)
-    tags_source = nbformat.read(copy, as_version=4).cells
-    tags_by_index = {i: c.metadata.get("tags", []) for i, c in enumerate(tags_source)}
+    cells_in_file = nbformat.read(copy, as_version=4).cells
+    allowed_to_raise = {
+        i for i, c in enumerate(cells_in_file) if "raises-exception" in c.metadata.get("tags", [])
+    }
     expected = expected_per_code_cell(notebook)
     try:
         open_notebook(page, lab, path)
-        cells = run_all_and_wait(page, lab, path)
-        assert not problems_in(cells, tags_by_index), "\n".join(problems_in(cells, tags_by_index))
-
-        def shown_as_committed() -> list[dict[str, int]] | None:
-            cells_now = [c for c in snapshot_cells(page) if c.is_code and c.source.strip()]
-            shown = [rendered_counts(c) for c in cells_now]
-            complete = all(
-                s["images"] >= e["images"] and s["widgets"] >= e["widgets"]
-                for s, e in zip(shown, expected, strict=False)
-            )
-            return None if not complete or len(shown) != len(expected) else shown
-
+        cells = run_all_and_wait(page, lab, path, code_cell_indices(copy))
+        errors = error_outputs(cells, allowed_to_raise)
+        assert not errors, "\n".join(errors)
         try:
-            wait_for(shown_as_committed, timeout_s=60, what="figures and widgets to render")
-        except AssertionError:
-            shown = [
-                rendered_counts(c) for c in snapshot_cells(page) if c.is_code and c.source.strip()
-            ]
-            missing = [
-                f"code cell {i}: committed shows {e}, the browser shows {s}"
-                for i, (s, e) in enumerate(zip(shown, expected, strict=False))
-                if s["images"] < e["images"] or s["widgets"] < e["widgets"]
-            ]
-            pytest.fail("figures or widgets missing in the browser:\n" + "\n".join(missing))
-        assert not problems_in(snapshot_cells(page), tags_by_index)
+            wait_for(
+                lambda: not unrendered(snapshot_cells(page), expected),
+                timeout_s=60,
+                what="every widget and figure to render",
+            )
+        except ConditionTimeout:
+            pytest.fail("\n".join(unrendered(snapshot_cells(page), expected)), pytrace=False)
+        errors = error_outputs(snapshot_cells(page), allowed_to_raise)
+        assert not errors, "\n".join(errors)
     finally:
         lab.close_sessions(path)
