@@ -1,0 +1,456 @@
+"""Graded exercises in the notebook: ``check(exercise_id, fn) -> CheckResult``.
+
+    from lessonkit.grading import check
+    check("read_stream", read_stream)
+
+``check`` runs the public checks of one exercise (``lessonkit.checker``) and
+shows what failed: the rule, the smallest input that breaks the function,
+what was expected and what came back, and a hint. It never raises.
+
+The learner's function runs in a forked copy of the kernel, one call at a
+time, with a time limit per call: a function that never returns is killed
+after a few seconds and the kernel stays usable. (Where fork is missing, a
+thread runs it instead; a runaway thread is then left behind.) The kernel
+compares each result with the reference, so nothing the function does in its
+copy can change the verdict.
+
+Hidden checks run only at grading (``lessonkit grade``), and their feedback
+names the rule, never the input.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import os
+import select
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from lessonkit import checker
+from lessonkit.checker import EXERCISES, Case, FakeFetch, FetchScript, Outcome, Report
+
+__all__ = ["EXERCISES", "CheckResult", "check", "grading_mode", "http_fetch", "live_resume"]
+
+CALL_LIMIT_S = 3.0  # one call of the learner's function
+GRADING_ENV = "LESSONKIT_GRADING"
+
+
+def grading_mode() -> bool:
+    """Return True inside ``lessonkit grade``, where checks and live demos are skipped."""
+    return os.environ.get(GRADING_ENV) == "1"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict of ``check``: passed (all public checks), score, max_score, feedback."""
+
+    passed: bool
+    score: float
+    max_score: float
+    feedback: str = field(repr=False, default="")
+    report: Report | None = field(repr=False, default=None, compare=False)
+
+
+# ---------------------------------------------------------------------------
+# Talking to the process that runs the learner's code
+
+
+class ChildGone(Exception):
+    """The process running the learner's code ended or stopped answering."""
+
+
+class Channel:
+    """The grader's end of the JSON-lines protocol of ``lessonkit.grade_child``."""
+
+    def __init__(
+        self, read_fd: int, write_fd: int, stop: Callable[[], None], grace_s: float = 0.0
+    ) -> None:
+        self.read_fd = read_fd
+        self.grace_s = grace_s  # extra wait past a call's limit (a child with its own alarm)
+        self.write_fd = write_fd
+        self._stop = stop
+        self._buffer = b""
+        self.alive = True
+
+    def send(self, message: dict) -> None:
+        """Send one message; a dead child raises ChildGone."""
+        data = (json.dumps(message) + "\n").encode("utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.write_fd, view) :]
+        except OSError as exc:  # BrokenPipeError: the child is gone
+            self.close()
+            raise ChildGone("the process running the code ended") from exc
+
+    def receive(self, timeout_s: float) -> dict | None:
+        """Return the next message, or None if none came within timeout_s (then stop it)."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.close()
+                return None
+            ready, _, _ = select.select([self.read_fd], [], [], remaining)
+            if not ready:
+                continue
+            piece = os.read(self.read_fd, 1 << 16)
+            if not piece:
+                self.close()
+                raise ChildGone("the process running the code ended")
+            self._buffer += piece
+            if len(self._buffer) > 64 << 20:
+                self.close()
+                raise ChildGone("the code sent back more than 64 MB")
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except ValueError as exc:
+            self.close()
+            raise ChildGone("the process running the code sent garbage") from exc
+        if not isinstance(message, dict):
+            self.close()
+            raise ChildGone("the process running the code sent garbage")
+        return message
+
+    def call(self, name: str, case: Case, limit_s: float) -> Outcome:
+        """Return the Outcome of name(*case.args) in the child; fetch requests are served here."""
+        if not self.alive:
+            return Outcome(timed_out=True)
+        fake = next((FakeFetch(a) for a in case.args if isinstance(a, FetchScript)), None)
+        try:
+            self.send(
+                {
+                    "op": "call",
+                    "name": name,
+                    "args": checker.encode_args(case.args),
+                    "limit_s": limit_s,
+                }
+            )
+            while True:
+                message = self.receive(limit_s + self.grace_s)
+                if message is None:
+                    return Outcome(timed_out=True, requests=_requests(fake))
+                if message.get("op") == "fetch" and fake is not None:
+                    self._serve_fetch(fake, message.get("last_event_id"))
+                    continue
+                return _outcome(message, fake)
+        except ChildGone as exc:
+            return Outcome(error=str(exc), error_type="ChildGone", requests=_requests(fake))
+
+    def _serve_fetch(self, fake: FakeFetch, last_event_id: Any) -> None:
+        if last_event_id is not None and not isinstance(last_event_id, str):
+            last_event_id = str(last_event_id)
+        try:
+            chunks = fake(last_event_id)
+        except RuntimeError as exc:
+            self.send({"op": "fetch_failed", "message": str(exc)})
+            return
+        self.send({"op": "fetched", "chunks": checker.to_jsonable(chunks)})
+
+    def value(self, name: str, limit_s: float) -> Any:
+        """Return the JSON form of a value the child holds (raises ChildGone on trouble)."""
+        self.send({"op": "value", "name": name})
+        message = self.receive(limit_s)
+        if message is None:
+            raise ChildGone(f"no answer within {limit_s:g} s")
+        return message.get("value")
+
+    def close(self) -> None:
+        """Stop the child and free the pipes (safe to call twice)."""
+        if not self.alive:
+            return
+        self.alive = False
+        try:
+            self._stop()
+        finally:
+            for fd in (self.read_fd, self.write_fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def quit(self) -> None:
+        """Ask the child to end, then stop it."""
+        if self.alive:
+            try:
+                self.send({"op": "quit"})
+            except ChildGone:
+                pass
+        self.close()
+
+
+def _requests(fake: FakeFetch | None) -> tuple | None:
+    return tuple(fake.requests) if fake is not None else None
+
+
+def _outcome(message: dict, fake: FakeFetch | None) -> Outcome:
+    op = message.get("op")
+    if op == "result":
+        return Outcome(value=message.get("value"), requests=_requests(fake))
+    if op == "timeout":
+        return Outcome(timed_out=True, requests=_requests(fake))
+    if op == "raised":
+        kind = str(message.get("type", "Exception"))
+        text = str(message.get("message", ""))
+        where = message.get("where")
+        return Outcome(
+            error=f"{kind}: {text}" if text else kind,
+            error_type=kind,
+            where=str(where) if where else None,
+            requests=_requests(fake),
+        )
+    return Outcome(error="an unexpected reply", error_type="Protocol", requests=_requests(fake))
+
+
+def _fork_channel(name: str, fn: Callable[..., Any]) -> Channel:
+    """Return a Channel to a forked copy of this process that serves ``fn`` under ``name``."""
+    from lessonkit import grade_child
+
+    down_read, down_write = os.pipe()
+    up_read, up_write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork in a threaded kernel
+        pid = os.fork()
+    if pid == 0:  # the child: never return into the caller's code
+        try:
+            os.close(down_write)
+            os.close(up_read)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            sys.stdout = sys.stderr = io.StringIO()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            wire = grade_child._Wire(down_read, up_write)
+            grade_child.serve(wire, {name: fn}.get, use_alarm=False)
+        finally:
+            os._exit(0)
+    os.close(down_read)
+    os.close(up_write)
+
+    def stop() -> None:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+    return Channel(up_read, down_write, stop)
+
+
+class _ThreadRunner:
+    """Fallback without fork: each call in a daemon thread, abandoned if it overruns."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.broken = False
+
+    def call(self, case: Case, limit_s: float) -> Outcome:
+        if self.broken:
+            return Outcome(timed_out=True)
+        box: list[Outcome] = []
+        worker = threading.Thread(
+            target=lambda: box.append(checker.call_in_process(self.fn, case)), daemon=True
+        )
+        worker.start()
+        worker.join(limit_s)
+        if not box:
+            self.broken = True
+            return Outcome(timed_out=True)
+        return box[0]
+
+
+# ---------------------------------------------------------------------------
+# check()
+
+
+def check(
+    exercise_id: str, fn: Any, *, show: bool = True, limit_s: float = CALL_LIMIT_S
+) -> CheckResult:
+    """Return the CheckResult of the public checks of one exercise, shown in the notebook.
+
+    ``fn`` is the learner's function (for the "now change it" exercise: the
+    dict of answers). Never raises: problems become feedback.
+    """
+    exercise = EXERCISES.get(exercise_id)
+    if exercise is None:
+        known = ", ".join(EXERCISES)
+        return _finish(
+            CheckResult(
+                False, 0.0, 0.0, f"unknown exercise {exercise_id!r}; the exercises are: {known}"
+            ),
+            show,
+        )
+    if grading_mode():
+        return CheckResult(False, 0.0, exercise.points, "checked by `lessonkit grade`")
+    try:
+        report = _run_public(exercise, fn, limit_s)
+    except Exception as exc:  # the checker's own bug must not break the learner's notebook
+        text = f"{exercise_id}: the checker itself failed ({type(exc).__name__}: {exc}); please tell the instructor."
+        return _finish(CheckResult(False, 0.0, exercise.points, text), show)
+    result = CheckResult(report.passed, report.score, exercise.points, report.text(), report)
+    return _finish(result, show)
+
+
+def _run_public(exercise: checker.Exercise, fn: Any, limit_s: float) -> Report:
+    if exercise.kind == "value":
+        return checker.evaluate_value(exercise, checker.to_jsonable(fn))
+    if not callable(fn):
+        kind = "nothing (None)" if fn is None else f"a {type(fn).__name__}"
+        return Report(
+            exercise.id,
+            exercise.title,
+            exercise.points,
+            problem=f"check({exercise.id!r}, ...) needs your function; it got {kind}.",
+        )
+    if hasattr(os, "fork"):
+        channel = _fork_channel(exercise.id, fn)
+        try:
+            return checker.evaluate(
+                exercise,
+                lambda case: channel.call(exercise.id, case, limit_s),
+                call_limit_s=limit_s,
+            )
+        finally:
+            channel.quit()
+    runner = _ThreadRunner(fn)
+    return checker.evaluate(exercise, lambda case: runner.call(case, limit_s), call_limit_s=limit_s)
+
+
+def _finish(result: CheckResult, show: bool) -> CheckResult:
+    if show:
+        _display(result)
+    return result
+
+
+def _in_ipython() -> bool:
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
+    try:
+        return shell.get_ipython() is not None
+    except Exception:
+        return False
+
+
+def _display(result: CheckResult) -> None:
+    if _in_ipython():
+        from IPython.display import display
+
+        display({"text/plain": result.feedback, "text/html": feedback_html(result)}, raw=True)
+    else:
+        print(result.feedback)
+
+
+_COLOURS = {"pass": "#009E73", "fail": "#D55E00", "todo": "#E69F00"}  # Okabe-Ito
+
+
+def feedback_html(result: CheckResult) -> str:
+    """Return the feedback as a small HTML box: failures open, passed rules folded."""
+    report = result.report
+    lines = result.feedback.splitlines() or [""]
+    head = html.escape(lines[0])
+    if report is None or report.problem:
+        colour = _COLOURS["fail"]
+        body = ""
+    elif report.not_attempted:
+        colour, body = _COLOURS["todo"], ""
+    else:
+        colour = _COLOURS["pass"] if report.passed else _COLOURS["fail"]
+        failed = [f for f in report.findings if not f.passed and not f.not_run]
+        parts = []
+        for finding in failed:
+            block = "\n".join(checker._finding_lines(finding))
+            parts.append(
+                f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(block)}</pre>"
+            )
+        not_run = [f for f in report.findings if f.not_run]
+        if not_run:
+            items = "".join(f"<li>{html.escape(f.rule)}</li>" for f in not_run)
+            parts.append(f"<div>not run ({html.escape(report.stopped)}):<ul>{items}</ul></div>")
+        passed = [f for f in report.findings if f.passed]
+        if passed:
+            items = "".join(f"<li>{html.escape(f.rule)} ({f.checked})</li>" for f in passed)
+            parts.append(
+                f"<details><summary>{len(passed)} rule(s) pass</summary><ul>{items}</ul></details>"
+            )
+        body = "".join(parts)
+    return (
+        f"<div style='border-left:6px solid {colour};padding:6px 10px;margin:4px 0'>"
+        f"<b>{head}</b>{body}</div>"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Exercise 5, live: the real server's GET /v1/stream
+
+
+def http_fetch(base_url: str, **query: Any) -> Callable[[str | None], Iterator[bytes]]:
+    """Return fetch(last_event_id) -> chunks of one GET /v1/stream to the local server.
+
+    ``query`` goes into the URL (prompt=..., drop_after_bytes=...). A dropped
+    connection simply ends the chunks, as it would for a browser.
+    """
+    import httpx
+
+    def fetch(last_event_id: str | None = None) -> Iterator[bytes]:
+        headers = {"Accept": "text/event-stream"}
+        if last_event_id:
+            headers["Last-Event-ID"] = str(last_event_id)
+        try:
+            with httpx.stream(
+                "GET", base_url + "/v1/stream", params=query, headers=headers, timeout=10.0
+            ) as response:
+                if response.status_code == 204:
+                    return
+                yield from response.iter_raw()
+        except httpx.HTTPError:
+            return  # the connection dropped: what came so far is all there is
+
+    return fetch
+
+
+def live_resume(
+    resume: Callable[[Callable[..., Iterable[bytes]]], str],
+    *,
+    drop_after_bytes: int = 120,
+    prompt: str = "When will my order arrive?",
+    prefill_ms: float = 50,
+    per_token_ms: float = 5,
+) -> str | None:
+    """Run ``resume`` against the real local server, which drops every connection early.
+
+    Prints each request's Last-Event-ID and the text; returns the text
+    (None while grading, where live demos are skipped).
+    """
+    if grading_mode():
+        print("live demo skipped while grading")
+        return None
+    from lessonkit import server
+
+    with server.running(prefill_ms=prefill_ms, per_token_ms=per_token_ms) as url:
+        fetch = http_fetch(url, prompt=prompt, drop_after_bytes=drop_after_bytes)
+        asked: list[str | None] = []
+
+        def logged_fetch(last_event_id: str | None = None) -> Iterator[bytes]:
+            asked.append(last_event_id)
+            if len(asked) > 50:
+                raise RuntimeError("more than 50 connections; does your loop stop at 'done'?")
+            return fetch(last_event_id)
+
+        text = resume(logged_fetch)
+    print(f"{len(asked)} connections, Last-Event-ID sent: {asked}")
+    print(f"text: {text!r}")
+    return text
