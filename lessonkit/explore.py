@@ -10,7 +10,7 @@ import codecs
 import html
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from lessonkit import dialects, llm, network, sse, timeline
@@ -822,6 +822,20 @@ def idle_text(label: str, report: IdleReport) -> str:
     )
 
 
+def fit_timing(arrival_ms: Iterable[float]) -> tuple[float, float]:
+    """Return (prefill_ms, per_token_ms) of the lesson's formula fitted to measured arrivals.
+
+    per_token_ms is the median gap between pieces; prefill_ms is what is left of
+    the first arrival: ttft - per_token_ms (the formula's first token).
+    """
+    times = sorted(arrival_ms)
+    if not times:
+        raise ValueError("no arrivals to fit: the reply had no text")
+    gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
+    per_token = gaps[len(gaps) // 2] if gaps else 0.0
+    return max(0.0, times[0] - per_token), per_token
+
+
 # ## 01 · Render sooner
 
 
@@ -931,17 +945,20 @@ class ChunkStep:
     data: bytes
     kind: str
 
-    def describe(self) -> str:
-        """Return one line: the hex size, its value and the data it frames."""
+    def describe(self, max_data_bytes: int = 64) -> str:
+        """Return one line: the hex size, its value and the data it frames (shortened)."""
         if self.kind == "last":
             return (
                 f"@{self.offset:>4}  {self.size_line.decode('latin-1')!r:>6} = 0 bytes: end of body"
             )
         if self.kind == "incomplete":
             return f"@{self.offset:>4}  incomplete: {len(self.data)} bytes wait for the rest"
+        data = self.data
+        if len(data) > max_data_bytes:
+            data = data[: max_data_bytes // 2] + b"..." + data[-max_data_bytes // 2 :]
         return (
             f"@{self.offset:>4}  {self.size_line.decode('latin-1')!r:>6} = {self.size:>3} bytes:"
-            f" {self.data!r}"
+            f" {data!r}"
         )
 
 
@@ -1406,3 +1423,67 @@ def drop_readouts(wire: bytes, n_bytes: int) -> dict[str, str]:
         "complete": f"complete={frame.complete}",
         "held": f"held back (never shown): {show_newlines(frame.held)!r}",
     }
+
+
+# --- notebook 05: checks that can only run at the end, strict-JSON consumers ---
+
+
+def find_phone_number(text: str) -> str | None:
+    """Return a reason if `text` contains a phone number like 555-0142, else None (a toy policy)."""
+    match = re.search(r"\b\d{3}-\d{4}\b", text)
+    return None if match is None else f"contains the phone number {match.group()}"
+
+
+@dataclass(frozen=True)
+class LateCheck:
+    """A streamed answer checked once, at the end: the log, the verdict and how long it showed.
+
+    streamed_failure_ms is when the first offending prefix was already on screen (None if none).
+    """
+
+    lines: tuple[str, ...]
+    passed: bool
+    first_visible_ms: float
+    checked_ms: float
+    streamed_failure_ms: float | None
+
+
+def late_check(
+    tokens: Sequence[str], times_ms: Sequence[float], check: Callable[[str], str | None]
+) -> LateCheck:
+    """Return what the user sees when `check` can only judge the full answer after the stream.
+
+    Each token is on screen at its time; the check runs when the last one arrived.
+    `check(text)` returns None when the text is fine, else the reason it fails.
+    """
+    if len(tokens) != len(times_ms) or not tokens:
+        raise ValueError("need one time per token, and at least one token")
+    lines, text, streamed_failure_ms = [], "", None
+    for token, at_ms in zip(tokens, times_ms, strict=True):
+        text += token
+        lines.append(f"[{at_ms:5.0f} ms] on screen: {text!r}")
+        if streamed_failure_ms is None and check(text) is not None:
+            streamed_failure_ms = at_ms
+    reason = check(text)
+    end_ms = times_ms[-1]
+    if reason is None:
+        lines.append(f"[{end_ms:5.0f} ms] check on the full answer: passed")
+    else:
+        shown_ms = end_ms - times_ms[0]
+        lines.append(f"[{end_ms:5.0f} ms] check on the full answer: FAILED, {reason}")
+        lines.append(f"           the answer had been on screen for {shown_ms:.0f} ms")
+    return LateCheck(tuple(lines), reason is None, times_ms[0], end_ms, streamed_failure_ms)
+
+
+def json_prefix_parses(pieces: Iterable[str]) -> list[bool]:
+    """Return, after each streamed piece, whether the text so far parses as JSON."""
+    text, results = "", []
+    for piece in pieces:
+        text += piece
+        try:
+            json.loads(text)
+        except ValueError:
+            results.append(False)
+        else:
+            results.append(True)
+    return results

@@ -28,6 +28,7 @@ __all__ = [
     "FLICKER_ANSWER",
     "FlickerFrame",
     "Span",
+    "describe_rewrites",
     "flatten",
     "flicker_frames",
     "naive_render",
@@ -274,3 +275,29 @@ def flicker_frames(tokens: Iterable[str]) -> list[FlickerFrame]:
         )
         previous_naive, previous_stable = flat_naive, flat_stable
     return frames
+
+
+def describe_rewrites(frames: list[FlickerFrame], tail_chars: int = 26) -> list[str]:
+    """Return, for each frame where the naive screen was rewritten, the screens before and after.
+
+    Each screen is shown as the last `tail_chars` characters of to_text (naive | stable).
+    """
+
+    def tail(spans: list[Span]) -> str:
+        text = to_text(spans).replace("\n", "⏎")
+        return ("…" + text[-tail_chars:]) if len(text) > tail_chars else text
+
+    lines = []
+    for frame in frames:
+        if frame.naive_rewrote:
+            before = frames[frame.step - 2]
+            for shown in (before, frame):
+                lines.append(
+                    f"token {shown.step:2}  naive: {tail(shown.naive):{tail_chars + 1}}"
+                    f"  stable: {tail(shown.stable)}"
+                )
+            lines.append("")
+    naive = sum(f.naive_rewrote for f in frames)
+    stable = sum(f.stable_rewrote for f in frames)
+    lines.append(f"screen rewrites over {len(frames)} tokens: naive {naive}, stable {stable}")
+    return lines

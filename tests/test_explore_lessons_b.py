@@ -370,3 +370,35 @@ def test_browser_demo_strips_a_trailing_slash_from_the_base_url():
 def test_browser_demo_description_names_both_browser_apis():
     text = browser_demo.describe("http://127.0.0.1:8000")
     assert "new EventSource" in text and "getReader" in text
+
+
+# --- checks at the end, strict JSON ----------------------------------------------------------
+
+
+def test_a_check_at_the_end_fails_after_the_answer_was_already_on_screen():
+    tokens = ["Call", " 555", "-", "0142", "."]
+    result = explore.late_check(tokens, [340, 380, 420, 460, 500], explore.find_phone_number)
+    assert not result.passed
+    assert result.streamed_failure_ms == 460 and result.checked_ms == 500
+    assert result.lines[-1].endswith("on screen for 160 ms")
+
+
+def test_a_clean_answer_passes_the_late_check():
+    result = explore.late_check(["Your", " order"], [340, 380], explore.find_phone_number)
+    assert result.passed and result.streamed_failure_ms is None
+
+
+def test_late_check_needs_one_time_per_token():
+    with pytest.raises(ValueError, match="one time per token"):
+        explore.late_check(["a"], [1, 2], explore.find_phone_number)
+
+
+def test_streamed_json_parses_only_when_complete():
+    assert explore.json_prefix_parses(['{"a"', ": 1", "}"]) == [False, False, True]
+
+
+def test_describe_rewrites_ends_with_the_rewrite_counts():
+    frames = render.flicker_frames(render.split_tokens(render.FLICKER_ANSWER))
+    lines = render.describe_rewrites(frames)
+    assert lines[-1] == "screen rewrites over 40 tokens: naive 4, stable 0"
+    assert lines[0].startswith("token  8  naive: ")
