@@ -35,6 +35,7 @@ DEFAULT_MAX_EVENT_BYTES = 1 << 20  # 1 MiB
 # containment is one memchr; with b"\n" it first fails to read the argument as an int,
 # which costs ten times more per chunk.
 _WAIT_BYTES = 1 << 16  # iter_events hands line-less chunks to feed() after this many bytes
+_SMALL_CHUNK_BYTES = 512  # ... and holds back only chunks smaller than this
 
 _BOM = b"\xef\xbb\xbf"  # U+FEFF BYTE ORDER MARK in UTF-8
 # The spec's only line ends: CRLF, LF or CR. (str.splitlines also splits on
@@ -297,29 +298,28 @@ class SSEDecoder:
         """Yield each event as soon as the chunk completing it is read; close() at the end.
 
         The same events, at the same chunks, as calling ``feed`` on each chunk; only
-        faster when chunks are tiny. A chunk with no CR or LF cannot complete a line,
-        so it waits here in a list (no method call per chunk) until a chunk with a
-        line end arrives, or until ``_WAIT_BYTES`` have gathered; then they go to
-        ``feed`` joined, which still scans every byte a bounded number of times.
+        faster when chunks are tiny. A small chunk with no CR or LF cannot complete
+        a line, so it waits here in a list (no method call per chunk) until a chunk
+        that may complete one arrives, or until ``_WAIT_BYTES`` have gathered; then
+        they go to ``feed`` joined. Each byte is still copied a bounded number of
+        times, so the cost stays linear.
         """
         wait_bytes = min(_WAIT_BYTES, self.max_event_bytes)
         waiting: list[bytes] = []
         waiting_bytes = 0
         for chunk in chunks:
-            if 10 in chunk or 13 in chunk:  # LF or CR
-                if waiting:
-                    waiting.append(chunk)
-                    chunk = b"".join(waiting)
-                    waiting = []
-                    waiting_bytes = 0
-                yield from self.feed(chunk)
-            else:
-                waiting.append(chunk)
+            if len(chunk) < _SMALL_CHUNK_BYTES and 10 not in chunk and 13 not in chunk:
+                waiting.append(chunk)  # no LF (10), no CR (13): hold it
                 waiting_bytes += len(chunk)
-                if waiting_bytes > wait_bytes:
-                    self.feed(b"".join(waiting))  # no line end: only stored (or too large)
-                    waiting = []
-                    waiting_bytes = 0
+                if waiting_bytes <= wait_bytes:
+                    continue
+                chunk = b""  # enough is held: hand it over now
+            if waiting:
+                waiting.append(chunk)
+                chunk = b"".join(waiting)
+                waiting = []
+                waiting_bytes = 0
+            yield from self.feed(chunk)
         yield from self.close()
 
     def close(self) -> list[Event]:
