@@ -36,7 +36,16 @@ from typing import Any
 from lessonkit import checker
 from lessonkit.checker import EXERCISES, Case, FakeFetch, FetchScript, Outcome, Report
 
-__all__ = ["EXERCISES", "CheckResult", "check", "grading_mode", "http_fetch", "live_resume"]
+__all__ = [
+    "EXERCISES",
+    "CheckResult",
+    "check",
+    "grading_mode",
+    "http_fetch",
+    "live_resume",
+    "practice_fetch",
+    "try_it",
+]
 
 CALL_LIMIT_S = 3.0  # one call of the learner's function
 GRADING_ENV = "LESSONKIT_GRADING"
@@ -394,6 +403,42 @@ def feedback_html(result: CheckResult) -> str:
 
 
 # ---------------------------------------------------------------------------
+# Small helpers for the exercise notebooks
+
+
+def try_it(fn: Callable[..., Any], *args: Any) -> None:
+    """Print what ``fn(*args)`` returns; a stub or an error is printed, never raised.
+
+    The exercise notebooks use it for their "try it" cells, so that they run
+    top to bottom before the learner has written anything.
+    """
+    name = getattr(fn, "__name__", "your function")
+    try:
+        value = fn(*args)
+    except NotImplementedError:
+        print(f"{name} is not written yet")
+        return
+    except Exception as exc:
+        print(f"{name} raised {type(exc).__name__}: {exc}")
+        return
+    print(f"{name} -> {value!r}")
+
+
+def practice_fetch(
+    drops: Iterable[int | None] = (),
+    *,
+    tokens: Iterable[str] = ("Your", " café", " order", " ships", " on", " Monday", "."),
+    seed: int = 0,
+) -> FakeFetch:
+    """Return a fake ``fetch(last_event_id) -> chunks`` whose connection i drops after drops[i] bytes.
+
+    It serves the GET /v1/stream format (``id:`` per token, ``event: done`` at
+    the end) and records the Last-Event-ID of each call in ``.requests``.
+    """
+    return FakeFetch(FetchScript(tuple(tokens), tuple(drops), seed))
+
+
+# ---------------------------------------------------------------------------
 # Exercise 5, live: the real server's GET /v1/stream
 
 
@@ -450,7 +495,14 @@ def live_resume(
                 raise RuntimeError("more than 50 connections; does your loop stop at 'done'?")
             return fetch(last_event_id)
 
-        text = resume(logged_fetch)
+        try:
+            text = resume(logged_fetch)
+        except NotImplementedError:
+            print("resume is not written yet")
+            return None
+        except Exception as exc:
+            print(f"resume raised {type(exc).__name__}: {exc}")
+            return None
     print(f"{len(asked)} connections, Last-Event-ID sent: {asked}")
     print(f"text: {text!r}")
     return text
