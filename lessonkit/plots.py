@@ -214,6 +214,7 @@ def plot_measured_vs_model(
             label="measured: blocking")  # fmt: skip
     ax.set_xlabel("time since the request was sent (ms)")
     ax.set_ylabel("text pieces on screen")
+    ax.yaxis.get_major_locator().set_params(integer=True)
     ax.set_ylim(0, n * 1.08 + 0.5)
     ax.set_xlim(0, max([blocking_ms, *streamed_ms, *model_ms]) * 1.05)
     if title:

@@ -369,3 +369,12 @@ def test_walkthrough_next_button_advances_one_step():
     _find(box, "lk-walk-next").click()
     assert _find(box, "lk-walk-step").value == 2
     assert "Headers first" in _find(box, "lk-walk-view").value
+
+
+def test_fitting_the_formula_recovers_prefill_and_per_token():
+    assert explore.fit_timing([340, 380, 420, 460]) == (300, 40)
+
+
+def test_long_chunk_data_is_shortened_in_the_description():
+    step = parse_chunked(encode_chunked([b"x" * 500]))[0]
+    assert len(step.describe()) < 120 and "..." in step.describe()
