@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,9 +59,10 @@ def test_lessonkit_and_python_dash_m_lessonkit_run_the_same_command_line():
         [sys.executable, "-m", "lessonkit", "--version"], capture_output=True, text=True, check=True
     )
     assert by_script.stdout == by_module.stdout
-    assert by_script.stdout.strip() == tomllib.loads((ROOT / "pyproject.toml").read_text())[
-        "project"
-    ]["version"]
+    assert (
+        by_script.stdout.strip()
+        == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    )
 
 
 def test_ci_script_runs_the_readme_test_command():

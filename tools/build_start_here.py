@@ -106,7 +106,11 @@ widget_check()"""
 ]
 
 nb = nbf.v4.new_notebook(cells=cells)
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+nb.metadata["kernelspec"] = {
+    "name": "python3",
+    "display_name": "Python 3 (ipykernel)",
+    "language": "python",
+}
 nb.metadata["language_info"] = {"name": "python"}
 path = Path(__file__).resolve().parents[1] / "notebooks" / "00_start_here.ipynb"
 nbf.write(nb, path)
