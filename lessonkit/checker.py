@@ -22,7 +22,9 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import random
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -49,6 +51,8 @@ __all__ = [
     "to_jsonable",
 ]
 
+_LIBRARY = os.path.dirname(os.path.abspath(__file__))
+_STDLIB = os.path.dirname(os.path.abspath(traceback.__file__))
 SHOWN_CHARS = 600  # longest input or value quoted in feedback
 MAX_FETCHES = 20  # a resume loop that asks more often than this is stopped
 
@@ -366,11 +370,27 @@ def call_in_process(fn: Callable[..., Any], case: Case) -> Outcome:
     except Exception as exc:
         requests = tuple(fetch.requests) if fetch else None
         return Outcome(
-            error=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__, requests=requests
+            error=f"{type(exc).__name__}: {exc}",
+            error_type=type(exc).__name__,
+            where=learner_line(exc.__traceback__),
+            requests=requests,
         )
     if fetch is not None:
         requests = tuple(fetch.requests)
     return Outcome(value=to_jsonable(value), requests=requests)
+
+
+def learner_line(tb: Any) -> str | None:
+    """Return "line N: source" of the innermost traceback frame in the learner's code."""
+    where = None
+    for frame in traceback.extract_tb(tb):
+        name = os.path.abspath(frame.filename) if not frame.filename.startswith("<") else ""
+        if name.startswith(_LIBRARY) or name.startswith(_STDLIB):
+            continue
+        where = (
+            f"line {frame.lineno}: {frame.line.strip()}" if frame.line else f"line {frame.lineno}"
+        )
+    return where
 
 
 def _shorten(text: str) -> str:

@@ -207,7 +207,7 @@ class NotebookRun:
                 "exec_limit_s": self.exec_limit_s,
             }
         )
-        ready = self.channel.receive(self.exec_limit_s + 5.0)
+        ready = self.channel.receive(self.exec_limit_s + 2.0)
         if ready is None:
             raise ChildGone(f"the notebook's code did not finish within {self.exec_limit_s:g} s")
         if ready.get("op") != "ready":

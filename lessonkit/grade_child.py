@@ -33,17 +33,12 @@ import linecache
 import os
 import signal
 import sys
-import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from lessonkit.checker import decode_args, to_jsonable
+from lessonkit.checker import decode_args, learner_line, to_jsonable
 
 __all__ = ["main", "serve"]
-
-_LIBRARY = str(Path(__file__).resolve().parent)
-_STDLIB = os.path.dirname(traceback.__file__)
 
 
 class CallTimeout(BaseException):
@@ -58,20 +53,6 @@ class _Discard(io.TextIOBase):
 
     def writable(self) -> bool:
         return True
-
-
-def learner_line(tb: Any) -> str | None:
-    """Return "line N: source" of the innermost frame that belongs to the learner's code."""
-    where = None
-    for frame in traceback.extract_tb(tb):
-        name = frame.filename
-        if name.startswith(_LIBRARY) or name.startswith(_STDLIB) or name == __file__:
-            continue
-        if frame.line:
-            where = f"line {frame.lineno}: {frame.line.strip()}"
-        else:
-            where = f"line {frame.lineno}"
-    return where
 
 
 class _Wire:

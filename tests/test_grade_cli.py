@@ -1,0 +1,258 @@
+"""lessonkit grade: a folder of real-looking submissions gives the right CSV, whatever they do."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import hashlib
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lessonkit import grade
+from lessonkit.checker import EXERCISES, call_in_process, evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+TIMEOUT_S = "2"
+
+
+def _solution(name: str) -> nbformat.NotebookNode:
+    return nbformat.read(SOLUTIONS / name, as_version=4)
+
+
+def _with_function(nb: nbformat.NotebookNode, name: str, source: str) -> nbformat.NotebookNode:
+    """Return a copy of nb whose cell defining `name` is replaced by `source`."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and f"def {name}(" in cell.source:
+            cell.source = source
+            return nb
+    raise AssertionError(f"no cell defines {name}")
+
+
+def _write(folder: Path, name: str, nb: nbformat.NotebookNode) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / name)
+    return folder / name
+
+
+PARTIAL = """
+def read_stream(chunks):
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    buffer, text, complete = "", "", False
+    for chunk in chunks:
+        buffer += decoder.decode(chunk)
+        if "\\n\\n" in buffer:  # handles one event per chunk
+            event, buffer = buffer.split("\\n\\n", 1)
+            if event.startswith(":"):
+                continue
+            data = event.removeprefix("data: ")
+            if data == "[DONE]":
+                complete = True
+            else:
+                text += json.loads(data)["delta"]
+    return text, complete
+"""
+
+TAMPER_CELLS = [
+    # Redefine check so every check cell "passes" and prints so.
+    "import lessonkit.grading\n"
+    "from lessonkit.grading import CheckResult\n"
+    "def check(*args, **kwargs):\n"
+    "    print('read_stream: public checks 11/11 pass -- passed')\n"
+    "    return CheckResult(True, 30.0, 30.0, 'passed')\n"
+    "lessonkit.grading.check = check",
+    # Patch the references and the checker in its own process.
+    "import lessonkit.client, lessonkit.exercises_ref, lessonkit.checker\n"
+    "lessonkit.exercises_ref.read_stream = lambda chunks: ('', True)\n"
+    "lessonkit.client.read_stream = lambda chunks, dialect='lesson': None\n"
+    "lessonkit.checker.evaluate = lambda *a, **k: None",
+    "def read_stream(chunks):\n    return '', True",
+    "check('read_stream', read_stream)",
+]
+
+
+def _tamper_notebook() -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in TAMPER_CELLS])
+    nb.cells[-1].outputs = [
+        nbformat.v4.new_output(
+            "stream", text="read_stream: public checks 11/11 pass -- 30 of 30 points\n"
+        )
+    ]
+    nb.cells[-1].execution_count = 4
+    return nb
+
+
+def _code_notebook(*sources: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    """Grade one class folder once; return (rows by file name, csv text, folder, hashes, feedback dir)."""
+    tmp = tmp_path_factory.mktemp("grade")
+    folder = tmp / "class"
+    ex2 = _solution("ex2_read_stream.ipynb")
+    _write(folder, "correct.ipynb", ex2)
+    _write(folder, "partial.ipynb", _with_function(ex2, "read_stream", PARTIAL))
+    _write(
+        folder,
+        "broken.ipynb",
+        _with_function(
+            ex2, "read_stream", "def read_stream(chunks):\n    return chunks[0].decode(), True\n"
+        ),
+    )
+    broken = nbformat.read(folder / "broken.ipynb", as_version=4)
+    broken.cells.insert(3, nbformat.v4.new_code_cell("def oops(:\n    pass"))
+    _write(folder, "broken.ipynb", broken)
+    _write(
+        folder,
+        "loop.ipynb",
+        _with_function(
+            ex2, "read_stream", "def read_stream(chunks):\n    while True:\n        pass\n"
+        ),
+    )
+    _write(
+        folder,
+        "hang.ipynb",
+        _code_notebook(
+            "def read_stream(chunks):\n    return '', False",
+            "while True:\n    try:\n        pass\n    except BaseException:\n        pass",
+        ),
+    )
+    _write(
+        folder,
+        "exit.ipynb",
+        _code_notebook("def read_stream(chunks):\n    return '', False", "import os\nos._exit(0)"),
+    )
+    _write(folder, "tamper.ipynb", _tamper_notebook())
+    (folder / "corrupt.ipynb").write_bytes(b"\x00\xffnot a notebook{")
+    hashes = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+    out, feedback = tmp / "grades.csv", tmp / "feedback"
+    args = argparse.Namespace(
+        submissions=[str(folder)],
+        out=str(out),
+        feedback=str(feedback),
+        timeout=float(TIMEOUT_S),
+        jobs=2,
+    )
+    assert grade.main(args) == 0
+    text = out.read_text(encoding="utf-8")
+    rows = {Path(r["submission"]).name: r for r in csv.DictReader(text.splitlines())}
+    return rows, text, folder, hashes, feedback
+
+
+def test_the_csv_has_one_row_per_submission_and_a_column_per_exercise(graded_class):
+    rows, text, *_ = graded_class
+    header = text.splitlines()[0].split(",")
+    assert header == ["submission", "status", "score", "max_score", *EXERCISES, "error"]
+    assert sorted(rows) == sorted(
+        [
+            "correct.ipynb",
+            "partial.ipynb",
+            "broken.ipynb",
+            "loop.ipynb",
+            "hang.ipynb",
+            "exit.ipynb",
+            "tamper.ipynb",
+            "corrupt.ipynb",
+        ]
+    )
+
+
+def test_a_correct_submission_gets_full_points(graded_class):
+    row = graded_class[0]["correct.ipynb"]
+    assert (row["status"], row["read_stream"], row["score"]) == ("ok", "30", "30")
+
+
+def test_a_partial_submission_gets_part_of_the_points(graded_class):
+    row = graded_class[0]["partial.ipynb"]
+    assert row["status"] == "ok" and 0 < float(row["read_stream"]) < 30
+
+
+def test_a_broken_submission_scores_zero_but_is_graded(graded_class):
+    row = graded_class[0]["broken.ipynb"]
+    assert (row["status"], row["read_stream"]) == ("ok", "0")
+
+
+def test_a_function_that_loops_forever_is_stopped_and_still_graded(graded_class):
+    # Its own try-it cell hangs the notebook, so the row is flagged, yet graded.
+    row = graded_class[0]["loop.ipynb"]
+    assert (row["status"], row["read_stream"]) == ("error", "0")
+    assert "did not finish within 2 s" in row["error"]
+
+
+def test_notebook_code_that_never_finishes_is_an_error_row(graded_class):
+    row = graded_class[0]["hang.ipynb"]
+    assert row["status"] == "error" and "did not finish within 2 s" in row["error"]
+
+
+def test_a_notebook_that_exits_the_interpreter_is_an_error_row(graded_class):
+    row = graded_class[0]["exit.ipynb"]
+    assert row["status"] == "error" and "ended the Python process" in row["error"]
+
+
+def test_a_corrupt_file_is_an_error_row(graded_class):
+    row = graded_class[0]["corrupt.ipynb"]
+    assert row["status"] == "error" and "not a notebook" in row["error"]
+
+
+def test_tampering_earns_only_what_the_function_itself_earns(graded_class):
+    row = graded_class[0]["tamper.ipynb"]
+    honest = evaluate(
+        EXERCISES["read_stream"],
+        lambda case: call_in_process(lambda chunks: ("", True), case),
+        hidden=True,
+    )
+    assert float(row["read_stream"]) == honest.score < 30
+    assert row["status"] == "ok"
+
+
+def test_nothing_submitted_is_modified(graded_class):
+    _, _, folder, hashes, _ = graded_class
+    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()} == hashes
+
+
+def test_each_submission_gets_a_feedback_file_that_never_shows_hidden_inputs(graded_class):
+    *_, feedback = graded_class
+    files = sorted(p.name for p in feedback.iterdir())
+    assert len(files) == 8
+    partial = next(feedback.glob("*partial.ipynb.txt")).read_text(encoding="utf-8")
+    assert "FAILED  several events in one chunk are all handled" in partial
+    assert "日本" not in partial
+    loop = next(feedback.glob("*loop.ipynb.txt")).read_text(encoding="utf-8")
+    assert "no answer within 2 s" in loop
+
+
+def test_a_learner_folder_of_different_notebooks_is_one_submission(tmp_path):
+    alice = tmp_path / "class" / "alice"
+    _write(alice, "ex1_response_times.ipynb", _solution("ex1_response_times.ipynb"))
+    _write(alice, "ex2_read_stream.ipynb", _solution("ex2_read_stream.ipynb"))
+    [submission] = grade.find_submissions([tmp_path / "class"])
+    assert submission.name.endswith("alice") and len(submission.notebooks) == 2
+    [row] = grade.grade([submission], timeout_s=10)
+    assert (row.status, row.scores["response_times"], row.scores["read_stream"]) == ("ok", 10, 30)
+
+
+def test_copies_of_the_same_notebook_in_one_folder_are_separate_submissions(tmp_path):
+    for name in ("bob.ipynb", "carol.ipynb"):
+        _write(tmp_path, name, _solution("ex2_read_stream.ipynb"))
+    assert [Path(s.name).name for s in grade.find_submissions([tmp_path])] == [
+        "bob.ipynb",
+        "carol.ipynb",
+    ]
+
+
+def test_moved_extra_and_deleted_cells_and_a_reused_name_do_not_matter(tmp_path):
+    nb = _solution("ex2_read_stream.ipynb")
+    code = [c for c in nb.cells if c.cell_type == "code" and "check(" not in c.source]
+    code.reverse()  # the function now comes before its imports
+    code.append(nbformat.v4.new_code_cell("read_stream = read_stream([wire])  # the name reused"))
+    code.append(nbformat.v4.new_code_cell("print('an extra cell')"))
+    nb.cells = code
+    path = _write(tmp_path, "shuffled.ipynb", nb)
+    [row] = grade.grade(grade.find_submissions([path]), timeout_s=10)
+    assert (row.status, row.scores["read_stream"]) == ("ok", 30)

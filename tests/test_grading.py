@@ -1,0 +1,496 @@
+"""check() and the checker: solutions pass, stubs and realistic mistakes are caught, feedback helps."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from lessonkit import checker, grade_child, grading, llm
+from lessonkit import exercises_ref as ref
+from lessonkit.checker import EXERCISES, call_in_process, evaluate, evaluate_value, to_jsonable
+from lessonkit.grading import check
+
+ROOT = Path(__file__).resolve().parent.parent
+FUNCTION_IDS = [e for e in EXERCISES if EXERCISES[e].kind == "function"]
+
+
+def _namespace_of(folder: str, notebook: str, monkeypatch) -> dict:
+    """Return the exercise objects a notebook defines, run the way the grader runs it."""
+    import nbformat
+
+    monkeypatch.setenv(grading.GRADING_ENV, "1")
+    nb = nbformat.read(ROOT / folder / notebook, as_version=4)
+    cells = [c.source for c in nb.cells if c.cell_type == "code"]
+    functions = [e for e in EXERCISES if EXERCISES[e].kind == "function"]
+    values = [e for e in EXERCISES if EXERCISES[e].kind == "value"]
+    found, errors, stopped = grade_child.run_cells(cells, functions, values, 20)
+    assert not stopped
+    return found
+
+
+def _notebook_for(exercise_id: str) -> str:
+    return next(p.name for p in (ROOT / "solutions").glob("ex*_" + exercise_id + ".ipynb"))
+
+
+def _graded(exercise_id: str, fn) -> checker.Report:
+    return evaluate(EXERCISES[exercise_id], lambda case: call_in_process(fn, case), hidden=True)
+
+
+def _failed_rules(report: checker.Report) -> set[str]:
+    return {f.rule for f in report.findings if not f.passed}
+
+
+# ---------------------------------------------------------------------------
+# Solutions and stubs
+
+
+@pytest.mark.parametrize("exercise_id", list(EXERCISES))
+def test_each_solution_notebook_passes_every_check_public_and_hidden(exercise_id, monkeypatch):
+    found = _namespace_of("solutions", _notebook_for(exercise_id), monkeypatch)
+    exercise = EXERCISES[exercise_id]
+    if exercise.kind == "value":
+        report = evaluate_value(exercise, to_jsonable(found[exercise_id]), hidden=True)
+    else:
+        report = _graded(exercise_id, found[exercise_id])
+    assert report.passed, report.text()
+    assert report.score == exercise.points
+
+
+@pytest.mark.parametrize("exercise_id", list(EXERCISES))
+def test_each_generated_stub_is_not_attempted_and_scores_zero(exercise_id, monkeypatch):
+    found = _namespace_of("exercises", _notebook_for(exercise_id), monkeypatch)
+    exercise = EXERCISES[exercise_id]
+    if exercise.kind == "value":
+        report = evaluate_value(exercise, to_jsonable(found[exercise_id]), hidden=True)
+    else:
+        report = _graded(exercise_id, found[exercise_id])
+    assert report.not_attempted and report.score == 0
+    assert "not attempted yet" in report.text()
+
+
+def test_check_on_a_stub_reports_not_attempted_without_raising(capsys):
+    def read_stream(chunks):
+        raise NotImplementedError("read_stream: not written yet")
+
+    result = check("read_stream", read_stream)
+    assert (result.passed, result.score) == (False, 0.0)
+    assert "not attempted yet" in capsys.readouterr().out
+
+
+def test_the_reference_answers_pass_their_own_checks():
+    for exercise_id in FUNCTION_IDS:
+        report = _graded(exercise_id, getattr(ref, exercise_id))
+        assert report.passed, report.text()
+
+
+# ---------------------------------------------------------------------------
+# Realistic mistakes in read_stream: the lesson's "now change it" bugs and common mistakes
+
+
+def _reader(*, per_chunk=False, use_if=False, chunk_is_event=False, loads_done=False,
+            replace=False, no_comments=False, always_complete=False):  # fmt: skip
+    def read_stream(chunks):
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        buffer, text, done = "", "", False
+        for chunk in chunks:
+            if chunk_is_event:
+                events = [chunk.decode("utf-8").strip("\n")]
+            else:
+                buffer += chunk.decode("utf-8") if per_chunk else decoder.decode(chunk)
+                events = []
+                while "\n\n" in buffer:
+                    event, buffer = buffer.split("\n\n", 1)
+                    events.append(event)
+                    if use_if:
+                        break
+            for event in events:
+                if event.startswith(":") and not no_comments:
+                    continue
+                data = event.removeprefix("data: ")
+                if data == "[DONE]" and not loads_done:
+                    done = True
+                elif data:
+                    delta = json.loads(data)["delta"]
+                    text = delta if replace else text + delta
+        return text, done or always_complete
+
+    return read_stream
+
+
+@pytest.mark.parametrize(
+    ("bug", "rule"),
+    [
+        ("per_chunk", "a character split across chunks survives"),
+        ("use_if", "several events in one chunk are all handled"),
+        ("chunk_is_event", "an event cut across two chunks waits for the rest"),
+        ("loads_done", "[DONE] ends the stream and is not JSON"),
+        ("replace", "deltas are appended, never replaced"),
+        ("no_comments", "heartbeat comments (': ping') are skipped"),
+        ("always_complete", "complete only after [DONE] arrives"),
+    ],
+)
+def test_each_common_read_stream_mistake_fails_the_rule_named_for_it(bug, rule):
+    report = _graded("read_stream", _reader(**{bug: True}))
+    assert rule in _failed_rules(report)
+    assert report.score < EXERCISES["read_stream"].points
+
+
+def test_feedback_shows_the_smallest_failing_chunk_list_with_expected_and_got():
+    report = evaluate(
+        EXERCISES["read_stream"], lambda case: call_in_process(_reader(per_chunk=True), case)
+    )
+    text = report.text()
+    block = text[text.index("FAILED  a character split across chunks survives") :]
+    assert 'chunks = [b\'data: {"delta": "\\xc3\', b\'\\xa9"}\\n\\ndata' in block
+    assert "expected  ('é ü', True)" in block
+    assert "got       raised UnicodeDecodeError" in block
+    assert "hint      Decode with codecs.getincrementaldecoder" in block
+
+
+def test_feedback_names_the_learners_line_that_raised():
+    report = evaluate(
+        EXERCISES["read_stream"], lambda case: call_in_process(_reader(loads_done=True), case)
+    )
+    assert "at: line" in report.text() and "json.loads(data)" in report.text()
+
+
+def test_public_feedback_counts_public_checks_and_promises_more_at_grading():
+    report = evaluate(
+        EXERCISES["read_stream"], lambda case: call_in_process(_reader(use_if=True), case)
+    )
+    public = len(EXERCISES["read_stream"].public_rules())
+    assert re.search(rf"public checks \d+/{public} pass", report.text())
+    assert "More checks run at grading" in report.text()
+    assert not any(f.hidden for f in report.findings)
+
+
+def test_a_fully_passing_public_check_never_claims_all_tests_passed():
+    result = check("read_stream", ref.read_stream, show=False)
+    assert result.passed
+    assert "More checks run at grading" in result.feedback
+    assert "all tests passed" not in result.feedback.lower()
+
+
+def test_hidden_failures_name_the_rule_but_never_show_the_input():
+    def read_stream(chunks):
+        text, complete = ref.read_stream(chunks)
+        return (text.replace("日", "?"), complete)  # wrong only on the hidden CJK input
+
+    report = _graded("read_stream", read_stream)
+    assert _failed_rules(report) == {"characters from other scripts, split anywhere"}
+    text = report.text()
+    assert "[hidden] characters from other scripts" in text
+    assert "its input is not shown" in text
+    assert "日本" not in text and "chunks =" not in text
+
+
+def test_feedback_text_is_the_same_on_every_run():
+    runs = [
+        evaluate(EXERCISES["read_stream"], lambda c: call_in_process(_reader(per_chunk=True), c))
+        for _ in range(2)
+    ]
+    assert runs[0].text() == runs[1].text()
+
+
+def test_differently_written_correct_readers_are_accepted():
+    def bytes_buffer(chunks):
+        buffer, text, complete = b"", "", False
+        for chunk in chunks:
+            buffer += chunk
+            *events, buffer = buffer.split(b"\n\n")
+            for event in events:
+                line = event.decode("utf-8")
+                if line.startswith("data: [DONE]"):
+                    complete = True
+                elif line.startswith("data: "):
+                    text += json.loads(line[6:])["delta"]
+        return [text, complete]  # a list is as good as a tuple
+
+    def with_the_library_decoder(chunks):
+        from lessonkit.sse import SSEDecoder
+
+        decoder, pieces, complete = SSEDecoder(), [], False
+        for chunk in chunks:
+            for event in decoder.feed(chunk):
+                if event.data == "[DONE]":
+                    complete = True
+                else:
+                    pieces.append(json.loads(event.data)["delta"])
+        return "".join(pieces), complete
+
+    for fn in (bytes_buffer, with_the_library_decoder, ref.practice_reader):
+        assert _graded("read_stream", fn).passed, fn.__name__
+
+
+def test_a_wrong_return_shape_is_explained():
+    report = _graded("read_stream", lambda chunks: ref.read_stream(chunks)[0])
+    assert "read_stream must return a tuple (text, complete)" in report.text()
+
+
+# ---------------------------------------------------------------------------
+# response_times
+
+
+@pytest.mark.parametrize(
+    ("times", "rule"),
+    [
+        (lambda p, t, n: (p, p + n * t, p + n * t), "streaming shows the first token after"),
+        (lambda p, t, n: (p + t, p + (n - 1) * t, p + (n - 1) * t), "total time is prefill"),
+        (lambda p, t, n: (p + t, p + t, p + n * t), "blocking shows nothing until"),
+        (
+            lambda p, t, n: (p + 2 * t, p + n * t, p + n * t),
+            "streaming shows the first token after",
+        ),
+    ],
+)
+def test_off_by_one_timings_are_caught(times, rule):
+    def response_times(prefill_ms, per_token_ms, n_tokens):
+        first, blocking, total = times(prefill_ms, per_token_ms, n_tokens)
+        return {"streaming_first_ms": first, "blocking_first_ms": blocking, "total_ms": total}
+
+    report = _graded("response_times", response_times)
+    assert any(name.startswith(rule) for name in _failed_rules(report))
+
+
+def test_response_times_written_with_floats_and_extra_keys_is_accepted():
+    def response_times(prefill_ms, per_token_ms, n_tokens):
+        first = float(prefill_ms) + float(per_token_ms)
+        total = float(prefill_ms) + float(per_token_ms) * n_tokens
+        return {
+            "total_ms": total,
+            "blocking_first_ms": total,
+            "streaming_first_ms": first,
+            "n": n_tokens,
+        }
+
+    assert _graded("response_times", response_times).passed
+
+
+# ---------------------------------------------------------------------------
+# now_change_it
+
+
+def test_a_wrong_drop_prediction_fails_only_that_prediction():
+    answers = checker.now_change_it_answers() | {"drop40_text": "Your caf"}
+    report = evaluate_value(EXERCISES["now_change_it"], to_jsonable(answers), hidden=True)
+    assert _failed_rules(report) == {"experiment 3, prediction: the text after a drop at 40 bytes"}
+
+
+def test_predictions_accept_lowercase_letters_and_quoted_text_but_never_reveal_answers():
+    answers = checker.now_change_it_answers() | {"decode_why": " b) ", "drop40_text": "'Your'"}
+    assert evaluate_value(EXERCISES["now_change_it"], to_jsonable(answers)).passed
+    wrong = answers | {"if_why": "C", "decode_1000_text": "Your caf"}
+    text = evaluate_value(EXERCISES["now_change_it"], to_jsonable(wrong)).text()
+    assert "not shown" in text and "Your café order ships." not in text
+
+
+def test_half_answered_predictions_score_their_share():
+    answers = checker.now_change_it_answers()
+    half = {k: (v if k.startswith("decode") else ...) for k, v in answers.items()}
+    report = evaluate_value(EXERCISES["now_change_it"], to_jsonable(half))
+    assert report.passed_rules == 3 and not report.not_attempted
+    assert "no answer yet" in report.text()
+
+
+# ---------------------------------------------------------------------------
+# read_anthropic, resume, parse_sse mistakes
+
+
+def _anthropic(*, done_at_delta=False, all_text=False, strict_events=False):
+    def read_anthropic(chunks):
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        buffer, text, complete, stop = "", "", False, None
+        for chunk in chunks:
+            buffer += decoder.decode(chunk)
+            while "\n\n" in buffer:
+                block, buffer = buffer.split("\n\n", 1)
+                lines = dict(line.split(": ", 1) for line in block.split("\n") if ": " in line)
+                kind = lines.get("event")
+                if strict_events:  # every block is taken to be an event with JSON data
+                    data = json.loads(block.split("data: ", 1)[1])
+                elif kind is None:
+                    continue
+                else:
+                    data = json.loads(lines["data"]) if "data" in lines else {}
+                if kind == "content_block_delta" or (all_text and "text" in str(data)):
+                    text += data.get("delta", {}).get("text", "")
+                elif kind == "message_delta":
+                    stop = data["delta"]["stop_reason"]
+                    complete = complete or done_at_delta
+                elif kind == "message_stop":
+                    complete = True
+        return text, complete, stop
+
+    return read_anthropic
+
+
+def test_anthropic_reader_complete_at_message_delta_is_caught():
+    report = _graded("read_anthropic", _anthropic(done_at_delta=True))
+    assert "complete only after message_stop" in _failed_rules(report)
+
+
+def test_anthropic_reader_that_parses_comments_as_events_is_caught():
+    report = _graded("read_anthropic", _anthropic(strict_events=True))
+    assert "ping events and comments are ignored" in _failed_rules(report)
+
+
+def test_a_resume_that_starts_over_or_keeps_the_old_buffer_is_caught():
+    def start_over(fetch):
+        while True:
+            text = ""
+            decoder = codecs.getincrementaldecoder("utf-8")()
+            buffer = ""
+            for chunk in fetch(None):
+                buffer += decoder.decode(chunk)
+                while "\n\n" in buffer:
+                    block, buffer = buffer.split("\n\n", 1)
+                    if "event: done" in block:
+                        return text
+                    for line in block.split("\n"):
+                        if line.startswith("data: "):
+                            text += json.loads(line[6:])["delta"]
+
+    def keeps_buffer(fetch):
+        text, last_id, buffer = "", None, b""
+        while True:
+            for chunk in fetch(last_id):
+                buffer += chunk  # a half event of the dropped connection stays in front
+                while b"\n\n" in buffer:
+                    block, buffer = buffer.split(b"\n\n", 1)
+                    fields = dict(
+                        line.split(": ", 1) for line in block.decode().split("\n") if ": " in line
+                    )
+                    last_id = fields.get("id", last_id)
+                    if fields.get("event") == "done":
+                        return text
+                    if "data" in fields:
+                        text += json.loads(fields["data"])["delta"]
+
+    assert "one drop: reconnect with the id of the last event received" in _failed_rules(
+        _graded("resume", start_over)
+    )
+    assert "a drop inside an event: that event is not counted and comes again" in _failed_rules(
+        _graded("resume", keeps_buffer)
+    )
+
+
+def test_a_parser_that_only_knows_lf_or_strips_all_spaces_is_caught():
+    def lf_only(chunks):
+        events, data, kind, last_id, buffer = [], [], "", "", b""
+        for chunk in chunks:
+            buffer += chunk
+            while b"\n" in buffer:
+                raw, buffer = buffer.split(b"\n", 1)
+                line = raw.decode("utf-8", "replace")
+                if not line:
+                    if data:
+                        events.append((kind or "message", "\n".join(data), last_id))
+                    data, kind = [], ""
+                elif not line.startswith(":"):
+                    name, _, value = line.partition(":")
+                    value = value.strip()  # also a bug: only one space may go
+                    if name == "data":
+                        data.append(value)
+                    elif name == "event":
+                        kind = value
+                    elif name == "id":
+                        last_id = value
+        return events
+
+    failed = _failed_rules(_graded("parse_sse", lf_only))
+    assert "conformance: CR, LF and CRLF all end lines" in failed
+    assert "conformance: only one leading space is removed" in failed
+    assert "conformance: an id containing NUL is ignored" in failed
+
+
+# ---------------------------------------------------------------------------
+# check(): never raises, stops runaway functions, keeps the process usable
+
+
+def test_check_stops_a_function_that_never_returns_and_stays_usable(capsys):
+    def read_stream(chunks):
+        while True:
+            pass
+
+    result = check("read_stream", read_stream, limit_s=0.5)
+    out = capsys.readouterr().out
+    assert not result.passed and "no answer within 0.5 s" in out
+    assert "not run (read_stream was stopped after 0.5 s)" in out
+    assert check("read_stream", ref.read_stream, show=False).passed  # still usable
+
+
+def test_check_reports_a_crash_with_the_input_instead_of_raising():
+    def read_stream(chunks):
+        raise KeyError("delta")
+
+    result = check("read_stream", read_stream, show=False)
+    assert "raised KeyError: 'delta'" in result.feedback and "chunks = [" in result.feedback
+
+
+def test_check_never_raises_for_bad_arguments():
+    assert (
+        "unknown exercise 'read_streams'"
+        in check("read_streams", ref.read_stream, show=False).feedback
+    )
+    assert "needs your function" in check("read_stream", "oops", show=False).feedback
+
+
+def test_check_result_repr_is_short_and_keeps_the_feedback_out():
+    result = check("response_times", ref.response_times, show=False)
+    assert repr(result) == "CheckResult(passed=True, score=10.0, max_score=10)"
+
+
+def test_check_is_skipped_quietly_while_grading(monkeypatch, capsys):
+    monkeypatch.setenv(grading.GRADING_ENV, "1")
+    result = check("read_stream", ref.read_stream)
+    assert (result.passed, capsys.readouterr().out) == (False, "")
+
+
+def test_a_function_that_patches_the_library_in_its_process_cannot_change_the_verdict():
+    def read_stream(chunks):
+        import lessonkit.exercises_ref
+
+        lessonkit.exercises_ref.read_stream = lambda chunks: ("", False)
+        return "", False
+
+    assert not check("read_stream", read_stream, show=False).passed
+    assert ref.read_stream([b"data: [DONE]\n\n"]) == ("", True)  # the kernel's copy is intact
+
+
+def test_the_notebook_display_has_html_and_the_same_plain_text():
+    result = check("read_stream", _reader(use_if=True), show=False)
+    html_text = grading.feedback_html(result)
+    assert "several events in one chunk" in html_text and "<details>" in html_text
+
+
+# ---------------------------------------------------------------------------
+# Packaged conformance cases
+
+
+def test_the_package_holds_every_public_conformance_case_of_the_tests():
+    tests_cases = json.loads((ROOT / "tests" / "conformance" / "sse_cases.json").read_text())
+    packaged = {(c["name"], c["input"]) for c in checker.conformance_cases()}
+    for case in tests_cases:
+        assert (case["name"], case["input"].encode("utf-8")) in packaged
+
+
+def test_packaged_conformance_cases_agree_with_the_course_decoder():
+    for case in checker.conformance_cases():
+        assert ref.parse_sse([case["input"]]) == case["events"], case["name"]
+
+
+def test_generated_parser_streams_are_seeded():
+    assert checker.generated_stream(5) == checker.generated_stream(5)
+    assert checker.generated_stream(5) != checker.generated_stream(6)
+
+
+def test_practice_fetch_serves_the_event_stream_and_records_ids():
+    fetch = grading.practice_fetch(drops=[40])
+    first = b"".join(fetch(None))
+    assert first == llm.wire_bytes(llm.Answer(tuple(fetch.script.tokens)), "eventsource")[:40]
+    b"".join(fetch("0"))
+    assert fetch.requests == [None, "0"]
