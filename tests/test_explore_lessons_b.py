@@ -402,3 +402,31 @@ def test_describe_rewrites_ends_with_the_rewrite_counts():
     lines = render.describe_rewrites(frames)
     assert lines[-1] == "screen rewrites over 40 tokens: naive 4, stable 0"
     assert lines[0].startswith("token  8  naive: ")
+
+
+# --- the browser demo's server helpers (a real local server) --------------------------------
+
+
+@pytest.mark.server
+def test_wait_until_idle_returns_at_once_when_no_browser_connects():
+    from lessonkit import server
+
+    with server.running(prefill_ms=0, per_token_ms=1) as url:
+        before = browser_demo.request_count(url)
+        assert browser_demo.wait_until_idle(url, since_requests=before, grace_s=0.2) == (
+            "no browser streams seen"
+        )
+
+
+@pytest.mark.server
+def test_wait_until_idle_sees_a_finished_stream():
+    import httpx
+
+    from lessonkit import server
+
+    with server.running(prefill_ms=0, per_token_ms=1) as url:
+        before = browser_demo.request_count(url)
+        httpx.get(url + "/v1/stream")
+        assert (
+            browser_demo.wait_until_idle(url, since_requests=before) == "browser streams finished"
+        )
