@@ -86,6 +86,15 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     return {"__repr__": shown[:SHOWN_CHARS], "__type__": type(value).__name__}
 
 
+def materialize(value: Any) -> Any:
+    """Return a list for a generator or iterator result (``yield`` is a fine way to write it)."""
+    if isinstance(value, (str, bytes, bytearray, list, tuple, dict)):
+        return value
+    if hasattr(value, "__next__") and hasattr(value, "__iter__"):
+        return list(value)
+    return value
+
+
 def from_jsonable(value: Any) -> Any:
     """Return ``value`` with base64 objects turned back into bytes (lists stay lists)."""
     if isinstance(value, list):
@@ -366,7 +375,7 @@ def call_in_process(fn: Callable[..., Any], case: Case) -> Outcome:
             args[i] = fetch
     requests = None
     try:
-        value = fn(*args)
+        value = materialize(fn(*args))
     except Exception as exc:
         requests = tuple(fetch.requests) if fetch else None
         return Outcome(
@@ -410,8 +419,9 @@ def evaluate(
 
     Rules run in order; each stops at its first failing case. A first call
     that raises NotImplementedError means "not attempted yet". A call that
-    times out stops everything (the caller's runner is gone); the remaining
-    rules are reported as not run and count as failed.
+    times out or ends the process running it (Outcome.error_type "ChildGone")
+    stops everything; the remaining rules are reported as not run and count
+    as failed.
     """
     rules = [rule for rule in exercise.rules if hidden or not rule.hidden]
     findings: list[Finding] = []
@@ -447,6 +457,8 @@ def evaluate(
                 )
                 if outcome.timed_out:
                     stopped = f"{exercise.id} was stopped after {call_limit_s:g} s"
+                elif outcome.error_type == "ChildGone":
+                    stopped = f"{exercise.id} ended the process running it"
                 break
         findings.append(failure or Finding(rule.name, True, rule.hidden, checked))
     return Report(

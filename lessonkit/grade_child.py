@@ -36,7 +36,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from lessonkit.checker import decode_args, learner_line, to_jsonable
+from lessonkit.checker import decode_args, learner_line, materialize, to_jsonable
 
 __all__ = ["main", "serve"]
 
@@ -123,7 +123,7 @@ def serve(wire: _Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None
             if use_alarm:
                 _arm(request.get("limit_s"))
             try:
-                value = target(*args)
+                value = materialize(target(*args))
             finally:
                 if use_alarm:
                     _disarm()

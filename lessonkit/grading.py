@@ -28,6 +28,7 @@ import select
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -101,8 +102,6 @@ class Channel:
 
     def receive(self, timeout_s: float) -> dict | None:
         """Return the next message, or None if none came within timeout_s (then stop it)."""
-        import time
-
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
@@ -324,8 +323,13 @@ def _run_public(exercise: checker.Exercise, fn: Any, limit_s: float) -> Report:
             exercise.points,
             problem=f"check({exercise.id!r}, ...) needs your function; it got {kind}.",
         )
+    channel = None
     if hasattr(os, "fork"):
-        channel = _fork_channel(exercise.id, fn)
+        try:
+            channel = _fork_channel(exercise.id, fn)
+        except OSError:  # no processes left to fork: fall back to a thread
+            channel = None
+    if channel is not None:
         try:
             return checker.evaluate(
                 exercise,

@@ -256,3 +256,24 @@ def test_moved_extra_and_deleted_cells_and_a_reused_name_do_not_matter(tmp_path)
     path = _write(tmp_path, "shuffled.ipynb", nb)
     [row] = grade.grade(grade.find_submissions([path]), timeout_s=10)
     assert (row.status, row.scores["read_stream"]) == ("ok", 30)
+
+
+def test_grade_and_assign_are_subcommands_of_lessonkit():
+    from lessonkit import cli
+
+    argv = ["grade", "x.ipynb", "--out", "g.csv", "-j", "2", "--timeout", "5"]
+    args = cli.build_parser("grade").parse_args(argv)
+    assert (args.out, args.jobs, args.timeout, args.feedback) == ("g.csv", 2, 5.0, None)
+    assert (
+        cli.build_parser("assign").parse_args(["assign", "solutions", "exercises", "--check"]).check
+    )
+
+
+def test_a_function_that_ends_its_process_stops_only_its_own_exercise(tmp_path):
+    nb = _code_notebook(
+        "import os\ndef read_stream(chunks):\n    os._exit(1)",
+        "def response_times(p, t, n):\n    return {'streaming_first_ms': p + t, 'blocking_first_ms': p + n * t, 'total_ms': p + n * t}",
+    )
+    [row] = grade.grade(grade.find_submissions([_write(tmp_path, "quits.ipynb", nb)]), timeout_s=10)
+    assert (row.status, row.scores["read_stream"], row.scores["response_times"]) == ("ok", 0, 10)
+    assert "read_stream ended the process running it" in row.feedback

@@ -494,3 +494,11 @@ def test_practice_fetch_serves_the_event_stream_and_records_ids():
     assert first == llm.wire_bytes(llm.Answer(tuple(fetch.script.tokens)), "eventsource")[:40]
     b"".join(fetch("0"))
     assert fetch.requests == [None, "0"]
+
+
+def test_a_parser_written_as_a_generator_is_accepted():
+    def parse_sse(chunks):
+        yield from ref.parse_sse(chunks)
+
+    assert _graded("parse_sse", parse_sse).passed
+    assert check("parse_sse", parse_sse, show=False).passed
