@@ -17,6 +17,7 @@ from labdriver import (
     SCRATCH_ROOT,
     LabServer,
     find_browser,
+    open_lab,
     remove_tree,
     save_artifacts,
 )
@@ -73,7 +74,7 @@ def browser() -> Iterator[Any]:
 
 @dataclass
 class WatchedPage:
-    """A page with its console log, kept for the artifacts of a failing test."""
+    """The session's page, with its console log kept for the artifacts of a failing test."""
 
     context: Any
     page: Any
@@ -89,32 +90,21 @@ class WatchedPage:
         watched.page.on("pageerror", lambda e: watched.console_lines.append(f"[pageerror] {e}"))
         return watched
 
-    def save_if_failed(self, request: pytest.FixtureRequest) -> None:
-        """Save a screenshot and the console log when the requesting test did not pass."""
-        report = getattr(request.node, "report_call", None)
-        if report is None or report.failed:
-            save_artifacts(self.page, request.node.name, self.console_lines)
 
-
-@pytest.fixture
-def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A page of this test alone; screenshot and console saved if the test fails."""
+@pytest.fixture(scope="session")
+def lab_page(browser: Any, lab: LabServer) -> Iterator[WatchedPage]:
+    """One JupyterLab page for the whole session: the application loads once."""
     watched = WatchedPage.open(browser)
-    yield watched.page
-    watched.save_if_failed(request)
-    watched.context.close()
-
-
-@pytest.fixture(scope="module")
-def module_page(browser: Any) -> Iterator[WatchedPage]:
-    """One page shared by the tests of a module (one notebook, many widgets)."""
-    watched = WatchedPage.open(browser)
+    open_lab(watched.page, lab)
     yield watched
     watched.context.close()
 
 
 @pytest.fixture
-def shared_page(module_page: WatchedPage, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """The module's page, for one test: its screenshot is saved if that test fails."""
-    yield module_page.page
-    module_page.save_if_failed(request)
+def page(lab_page: WatchedPage, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The JupyterLab page, for one test: screenshot and console saved if the test fails."""
+    first_line = len(lab_page.console_lines)
+    yield lab_page.page
+    report = getattr(request.node, "report_call", None)
+    if report is None or report.failed:
+        save_artifacts(lab_page.page, request.node.name, lab_page.console_lines[first_line:])

@@ -302,12 +302,15 @@ CELL_SNAPSHOT_JS = r"""
   const outputs = Array.from(cell.querySelectorAll('.jp-OutputArea-output')).map(out => {
     const images = Array.from(out.querySelectorAll('.jp-RenderedImage img'));
     return {
+      nested: !!out.parentElement.closest('.jp-OutputArea-output'),  // inside an Output widget
       mime: out.getAttribute('data-mime-type') || '',
       text: (out.textContent || '').slice(0, 2000),
       images: images.length,
       loadedImages: images.filter(img => img.complete && img.naturalWidth > 0).length,
-      widgetViews: out.querySelectorAll('.jupyter-widgets:not(.jp-OutputArea-output), .widget-box, .widget-inline-hbox, .widget-slider, .widget-play, .widget-output, .widget-html, .widget-button').length,
-      widgetRootChildren: (out.querySelector('.jupyter-widgets') || {childElementCount: 0}).childElementCount,
+      // A widget view (ipywidgets or anywidget) is a Lumino widget inside an output area
+      // entry without a MIME type; a failed one shows only 'Loading widget...' or an error.
+      widgetViews: out.hasAttribute('data-mime-type') ? 0 :
+        Array.from(out.children).filter(c => c.classList.contains('lm-Widget') && c.childElementCount > 0).length,
     };
   });
   return {
@@ -326,6 +329,7 @@ CELL_SNAPSHOT_JS = r"""
 class Output:
     """One rendered output of a cell."""
 
+    nested: bool  # inside an ipywidgets Output, itself part of a widget view
     mime: str
     text: str
     images: int
@@ -364,7 +368,14 @@ def snapshot_cells(page: Any) -> list[CellView]:
             prompt=c["prompt"],
             source=c["source"],
             outputs=tuple(
-                Output(o["mime"], o["text"], o["images"], o["loadedImages"], o["widgetViews"])
+                Output(
+                    o["nested"],
+                    o["mime"],
+                    o["text"],
+                    o["images"],
+                    o["loadedImages"],
+                    o["widgetViews"],
+                )
                 for o in c["outputs"]
             ),
         )
@@ -372,16 +383,42 @@ def snapshot_cells(page: Any) -> list[CellView]:
     ]
 
 
-def workspace_url(base_url: str, notebook_path: str) -> str:
-    """Return a URL opening notebook_path in a fresh, private workspace."""
-    return f"{base_url}/lab/workspaces/t-{uuid.uuid4().hex[:10]}/tree/{notebook_path}?reset"
+def open_lab(page: Any, server: LabServer, *, timeout_s: float = 120) -> None:
+    """Load JupyterLab in the page, in a fresh private workspace, and wait until it is restored."""
+    workspace = f"t-{uuid.uuid4().hex[:10]}"
+    page.goto(f"{server.base_url}/lab/workspaces/{workspace}?reset", timeout=timeout_s * 1000)
+    page.wait_for_function(
+        "async () => { const app = window.jupyterapp; if (!app) return false;"
+        " await app.restored; return true; }",
+        timeout=timeout_s * 1000,
+    )
+
+
+# Close every open document without asking (the scratch copies need no saving), then open one.
+OPEN_ONLY_JS = """
+async (path) => {
+  const app = window.jupyterapp;
+  for (const dialog of document.querySelectorAll('.jp-Dialog')) dialog.remove();
+  for (const widget of Array.from(app.shell.widgets('main'))) widget.dispose();
+  const panel = await app.commands.execute('docmanager:open', { path, factory: 'Notebook' });
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  return true;
+}
+"""
 
 
 def open_notebook(
     page: Any, server: LabServer, notebook_path: str, *, timeout_s: float = 120
 ) -> None:
-    """Open notebook_path in the page and return once its kernel is idle and cells are shown."""
-    page.goto(workspace_url(server.base_url, notebook_path), timeout=timeout_s * 1000)
+    """Open notebook_path as the only document; return once its kernel is idle, cells shown.
+
+    The page keeps one JupyterLab for many notebooks, as a learner's does: loading the
+    application once saves several seconds per notebook.
+    """
+    if not page.evaluate("() => !!window.jupyterapp"):
+        open_lab(page, server, timeout_s=timeout_s)
+    page.evaluate(OPEN_ONLY_JS, notebook_path)
     page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
         state="attached", timeout=timeout_s * 1000
     )
@@ -394,6 +431,19 @@ def open_notebook(
         " && k.connectionStatus === 'connected'; }",
         timeout=timeout_s * 1000,
     )
+
+
+def close_notebook(page: Any, server: LabServer, notebook_path: str) -> None:
+    """Close the notebook's tab without saving and shut its kernel down."""
+    if not page.is_closed():
+        try:
+            page.evaluate(
+                "() => { const app = window.jupyterapp; if (!app) return;"
+                " for (const w of Array.from(app.shell.widgets('main'))) w.dispose(); }"
+            )
+        except Exception:  # a crashed page has nothing left to close
+            pass
+    server.close_sessions(notebook_path)
 
 
 def click_menu(page: Any, menu: str, item: str) -> None:

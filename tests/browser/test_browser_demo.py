@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from labdriver import (
     LabServer,
+    close_notebook,
     code_cell_indices,
     open_notebook,
     relative_to_root,
@@ -54,7 +55,7 @@ class DemoPage:
 
 
 @pytest.fixture(scope="module")
-def demo_page(lab: LabServer, module_page: Any, scratch_dir: Path) -> Iterator[DemoPage]:
+def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[DemoPage]:
     """The demo twice: straight from the server (in the kernel), and behind a buffering proxy."""
     notebook = write_scratch_notebook(
         scratch_dir,
@@ -70,7 +71,7 @@ def demo_page(lab: LabServer, module_page: Any, scratch_dir: Path) -> Iterator[D
         ],
     )
     path = relative_to_root(notebook)
-    page = module_page.page
+    page = lab_page.page
     try:
         open_notebook(page, lab, path)
         cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
@@ -78,11 +79,11 @@ def demo_page(lab: LabServer, module_page: Any, scratch_dir: Path) -> Iterator[D
         outputs = page.locator(".jp-Notebook .jp-Cell")
         yield DemoPage(page, outputs.nth(1), outputs.nth(2))
     finally:
-        lab.close_sessions(path)
+        close_notebook(page, lab, path)
 
 
 @pytest.fixture
-def demo(demo_page: DemoPage, shared_page: Any) -> DemoPage:
+def demo(demo_page: DemoPage, page: Any) -> DemoPage:
     """The demo page for one test (screenshot saved if the test fails)."""
     return demo_page
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from labdriver import (
     LabServer,
+    close_notebook,
     code_cell_indices,
     html_text,
     normalized,
@@ -69,13 +70,13 @@ class ExplorerNotebook:
 
 @pytest.fixture(scope="module")
 def explorer_notebook(
-    lab: LabServer, module_page: Any, scratch_dir: Path
+    lab: LabServer, lab_page: Any, scratch_dir: Path
 ) -> Iterator[ExplorerNotebook]:
     """The explorers' notebook, run once in the module's page, every widget rendered."""
     sources = ["from lessonkit import widgets as lw", *CELLS.values()]
     notebook = write_scratch_notebook(scratch_dir, "explorers.ipynb", sources)
     path = relative_to_root(notebook)
-    page = module_page.page
+    page = lab_page.page
     try:
         open_notebook(page, lab, path)
         cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
@@ -87,11 +88,11 @@ def explorer_notebook(
         )
         yield ExplorerNotebook(page, {name: i + 1 for i, name in enumerate(CELLS)})
     finally:
-        lab.close_sessions(path)
+        close_notebook(page, lab, path)
 
 
 @pytest.fixture
-def explorers(explorer_notebook: ExplorerNotebook, shared_page: Any) -> ExplorerNotebook:
+def explorers(explorer_notebook: ExplorerNotebook, page: Any) -> ExplorerNotebook:
     """The explorers' notebook for one test (screenshot saved if the test fails)."""
     return explorer_notebook
 

@@ -21,6 +21,7 @@ from labdriver import (
     CellView,
     ConditionTimeout,
     LabServer,
+    close_notebook,
     code_cell_indices,
     open_notebook,
     relative_to_root,
@@ -53,12 +54,13 @@ def expected_per_code_cell(notebook_path: Path) -> dict[int, dict[str, int]]:
 
 
 def rendered_counts(cell: CellView) -> dict[str, int]:
-    """Return how many loaded figures and live widget views the cell shows."""
+    """Return how many loaded figures and live widget views the cell's own outputs show."""
+    outputs = [o for o in cell.outputs if not o.nested]
     return {
-        "images": sum(o.loaded_images for o in cell.outputs),
+        "images": sum(o.loaded_images for o in outputs),
         "widgets": sum(
             o.widget_views > 0 and not any(text in o.text for text in WIDGET_FAILURE_TEXTS)
-            for o in cell.outputs
+            for o in outputs
         ),
     }
 
@@ -118,4 +120,4 @@ def test_notebook_runs_in_jupyterlab_without_errors_and_shows_its_widgets_and_fi
         errors = error_outputs(snapshot_cells(page), allowed_to_raise)
         assert not errors, "\n".join(errors)
     finally:
-        lab.close_sessions(path)
+        close_notebook(page, lab, path)
