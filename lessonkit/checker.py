@@ -247,6 +247,7 @@ class Report:
     stopped: str = ""  # why checking stopped early (a call that never returned)
     graded: bool = False  # True when hidden rules ran too
     has_hidden: bool = True  # the exercise has rules that only grading runs
+    kind: str = "function"  # "value": the learner fills in answers instead of a function
 
     @property
     def passed_rules(self) -> int:
@@ -302,6 +303,11 @@ def _headline(report: Report) -> str:
     name = report.exercise
     if report.problem:
         return f"{name}: {report.problem}"
+    if report.not_attempted and report.kind == "value":
+        return (
+            f"{name}: not attempted yet -- replace each `...` with your answer, run those "
+            "cells, then run this check again."
+        )
     if report.not_attempted:
         return (
             f"{name}: not attempted yet -- replace the `raise NotImplementedError(...)` "
@@ -506,7 +512,9 @@ def evaluate_value(exercise: Exercise, value: Any, *, hidden: bool = False) -> R
             graded=hidden,
         )
     if all(_unanswered(v) for v in value.values()):
-        return Report(exercise.id, exercise.title, exercise.points, not_attempted=True)
+        return Report(
+            exercise.id, exercise.title, exercise.points, not_attempted=True, kind="value"
+        )
 
     def run(case: Case) -> Outcome:
         return Outcome(value=value.get(case.args[0], {"__missing__": True}))
