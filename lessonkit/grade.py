@@ -14,6 +14,10 @@ notebook (their ``lessonkit`` metadata says which); otherwise each notebook is
 its own submission. Broken input never stops the run: a corrupt file, a
 notebook that loops forever or ends the interpreter becomes an error row.
 Nothing submitted is modified.
+
+This keeps honest mistakes and simple tampering from changing grades; it is not
+a security sandbox (learner code can still read and write files the grader
+can). Grade untrusted submissions inside a container or a throwaway account.
 """
 
 from __future__ import annotations
@@ -147,8 +151,12 @@ def read_code_cells(path: Path) -> tuple[list[str], list[str]]:
     return cells, [d for d in declared if isinstance(d, str) and d in EXERCISES]
 
 
+_KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT", "VIRTUAL_ENV")
+
+
 def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
+    """Return a small environment for learner code: no tokens or keys of the instructor's."""
+    env = {k: v for k, v in os.environ.items() if k in _KEPT_ENV or k.startswith("COVERAGE_")}
     root = str(Path(lessonkit.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env[GRADING_ENV] = "1"
