@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import ipaddress
 import itertools
@@ -385,9 +386,15 @@ class Pacer:
     that leaves stops generation before the next token, not after the next sleep.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, start: float) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        start: float,
+        lateness_ms: collections.deque[float] | None = None,
+    ) -> None:
         self.loop = loop
         self.start = start  # loop.time() when the request arrived
+        self.lateness_ms = lateness_ms  # where to note how late each wake-up was
         self.gone = False  # True once the client left (or the server is stopping)
         self.reason = ""  # why: "gone" (client left), "stop" (client asked), "shutdown"
         self._wake: asyncio.Future[None] | None = None
@@ -406,6 +413,8 @@ class Pacer:
             finally:
                 timer.cancel()
                 self._wake = None
+        if self.lateness_ms is not None and not self.gone:
+            self.lateness_ms.append((self.loop.time() - deadline) * 1000.0)
         return not self.gone
 
     def hang_up(self, reason: str = "gone") -> None:
@@ -469,7 +478,7 @@ class TimedResponse:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         stats = self.server.stats
-        pacer = Pacer(asyncio.get_running_loop(), self.start)
+        pacer = self.server.pacer(self.start)
         watcher = asyncio.ensure_future(_watch_disconnect(receive, pacer))
         self.server.pacers.add(pacer)
         stats.active_streams += 1
@@ -541,7 +550,30 @@ class ServerState:
         self.settings = settings
         self.stats = Stats()
         self.pacers: set[Pacer] = set()
+        # How late each write was (ms after its at_ms), the last 100,000 of them
+        self.lateness_ms: collections.deque[float] = collections.deque(maxlen=100_000)
         self._ids = itertools.count(1)
+
+    def pacer(self, start: float) -> Pacer:
+        """Return a Pacer for one response that started at `start` (loop time)."""
+        return Pacer(asyncio.get_running_loop(), start, self.lateness_ms)
+
+    def report(self) -> dict[str, Any]:
+        """Return the counters plus percentiles of how late the writes were."""
+        late = sorted(self.lateness_ms)
+
+        def at(q: float) -> float | None:
+            return round(late[min(len(late) - 1, int(q * len(late)))], 3) if late else None
+
+        lateness = {"count": len(late), "p50": at(0.5), "p95": at(0.95), "max": at(1.0)}
+        return {**self.stats.as_dict(), "write_lateness_ms": lateness}
+
+    def reset(self) -> None:
+        """Zero the counters (streams in progress stay counted as active)."""
+        for name in self.stats.as_dict():
+            if name != "active_streams":
+                setattr(self.stats, name, 0)
+        self.lateness_ms.clear()
 
     def next_id(self, prefix: str) -> str:
         """Return a fresh response id such as 'chatcmpl-000001'."""
@@ -748,9 +780,15 @@ async def models(request: Request) -> JSONResponse:
 
 
 async def stats(request: Request) -> JSONResponse:
-    """GET /v1/stats: the counters (see Stats)."""
+    """GET /v1/stats: the counters (see Stats) and how late writes were; DELETE zeroes them.
+
+    ``write_lateness_ms`` (p50, p95, max) is how long after its due time each write
+    actually happened: the server's own timing error, before any network or client.
+    """
     state: ServerState = request.app.state.lessonkit
-    return JSONResponse(state.stats.as_dict())
+    if request.method == "DELETE":
+        state.reset()
+    return JSONResponse(state.report())
 
 
 async def websocket_stream(websocket: WebSocket) -> None:
@@ -777,8 +815,7 @@ async def websocket_stream(websocket: WebSocket) -> None:
         return
     answer = llm.answer_for(prompt, max_tokens=max_tokens)
     writes, tokens = _ws_plan(answer, pace, state.settings)
-    loop = asyncio.get_running_loop()
-    pacer = Pacer(loop, loop.time())  # the clock starts when the prompt is known
+    pacer = state.pacer(asyncio.get_running_loop().time())  # the clock starts at the prompt
     listener = asyncio.ensure_future(_ws_listen(websocket, pacer))
     state.pacers.add(pacer)
     state.stats.active_streams += 1
@@ -912,7 +949,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/stream", event_stream, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
-        Route("/v1/stats", stats, methods=["GET"]),
+        Route("/v1/stats", stats, methods=["GET", "DELETE"]),
         WebSocketRoute("/v1/ws", websocket_stream),
     ]
     middleware = [
@@ -950,7 +987,11 @@ logging.getLogger("uvicorn.error").addFilter(_DROP_FILTER)
 def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """Return a listening TCP socket; port 0 lets the OS pick a free port."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # Naming IPPROTO_TCP matters: asyncio only switches Nagle's algorithm off on
+    # sockets whose proto says TCP. With Nagle on, a small write (one token) waits
+    # for the ACK of the previous one, and the client delays that ACK up to 40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted sockets
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

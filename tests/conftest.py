@@ -7,6 +7,9 @@ Tests that read /v1/stats start a fresh server so no other test moves its counte
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 
@@ -22,9 +25,25 @@ FAST = {"prefill_ms": "5", "per_token_ms": "2"}  # query parameters for a quick 
 
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
-    """Base URL of one server shared by the session (prefill 200 ms, 50 ms per token)."""
-    with running(prefill_ms=TIMED_PREFILL_MS, per_token_ms=TIMED_PER_TOKEN_MS) as url:
-        yield url
+    """Base URL of one `lessonkit serve` process shared by the session (prefill 200, 50/token).
+
+    A separate process, as in real use: the timing tests then measure the server,
+    not a server thread waiting for the test's own thread to let go of the GIL.
+    """
+    command = [sys.executable, "-m", "lessonkit", "serve", "--port", "0", "--quiet"]
+    command += ["--prefill-ms", str(TIMED_PREFILL_MS), "--per-token-ms", str(TIMED_PER_TOKEN_MS)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert "listening on " in line, f"lessonkit serve did not start: {line!r}"
+        yield line.split("listening on ")[1].split()[0]
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture(scope="session")

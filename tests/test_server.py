@@ -327,6 +327,20 @@ def test_stats_count_requests_completed_streams_and_tokens(fresh_server_url, get
     assert stats["active_streams"] == 0
 
 
+def test_stats_report_how_late_the_writes_were(fresh_server_url, get_stats, fast):
+    httpx.get(fresh_server_url + "/v1/stream", params=fast)
+    lateness = get_stats(fresh_server_url)["write_lateness_ms"]
+    assert lateness["count"] == 8  # retry, six tokens, done
+    assert 0 <= lateness["p50"] <= lateness["p95"] <= lateness["max"]
+
+
+def test_delete_stats_zeroes_the_counters(fresh_server_url, get_stats, fast):
+    httpx.get(fresh_server_url + "/v1/stream", params=fast)
+    zeroed = httpx.delete(fresh_server_url + "/v1/stats").json()
+    assert zeroed["tokens_generated"] == 0 and zeroed["requests"] == 0
+    assert zeroed["write_lateness_ms"] == {"count": 0, "p50": None, "p95": None, "max": None}
+
+
 def test_stats_show_an_open_stream_as_active(fresh_server_url, wait_for_stats):
     with httpx.stream("GET", fresh_server_url + "/v1/stream", params={"prefill_ms": "5000"}):
         stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 1)
@@ -667,6 +681,18 @@ def test_running_leaves_no_thread_behind():
     with server.running():
         pass
     assert {t.name for t in threading.enumerate()} <= before
+
+
+def test_the_listening_socket_turns_nagle_off_so_small_writes_leave_at_once():
+    import socket
+
+    sock = server.bind_socket()
+    try:
+        assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY only then
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        assert sock.getsockname()[0] == "127.0.0.1"
+    finally:
+        sock.close()
 
 
 def test_only_non_loopback_hosts_get_a_warning():
