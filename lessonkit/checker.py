@@ -767,7 +767,7 @@ def _read_stream_rules() -> tuple[Rule, ...]:
         Rule(
             "an event cut across two chunks waits for the rest",
             "A chunk is not an event: keep a buffer and act only on events ended by a blank line.",
-            c("two-cut", list(network.every_cut(tiny))),
+            c("two-cut", list(network.every_cut(tiny))[1:-1]),  # both pieces non-empty
         ),
         Rule(
             "every chunk size gives the same answer",
@@ -880,7 +880,7 @@ def _cuts_near_lines(data: bytes, step: int = 6) -> list[list[bytes]]:
     for i, byte in enumerate(data):
         if byte == 10:
             points |= {i, i + 1, i + 2}
-    return [[data[:i], data[i:]] for i in sorted(p for p in points if 0 <= p <= len(data))]
+    return [[data[:i], data[i:]] for i in sorted(p for p in points if 0 < p < len(data))]
 
 
 def _read_anthropic_rules() -> tuple[Rule, ...]:
