@@ -23,6 +23,7 @@ PURE_MODULES = [
     "lessonkit.explore",
     "lessonkit.render",
     "lessonkit.checker",
+    "lessonkit.exercises_ref",
 ]
 FORBIDDEN = [
     "ipywidgets",
@@ -36,7 +37,20 @@ FORBIDDEN = [
     "uvicorn",
     "httpx",
 ]
-EDGE_MODULES = ["plots", "widgets", "server", "proxy", "grading", "grade", "assign", "cli"]
+EDGE_MODULES = [
+    "plots",
+    "widgets",
+    "server",
+    "proxy",
+    "rawhttp",
+    "browser_demo",
+    "envcheck",
+    "grading",
+    "grade",
+    "grade_child",
+    "assign",
+    "cli",
+]
 
 
 def _modules_loaded_by(module: str) -> set[str]:
