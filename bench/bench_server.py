@@ -238,10 +238,19 @@ def main() -> int:
             f"{SECTION}\n\n"
             "`.venv/bin/python bench/bench_server.py --write-readme` (about a minute).\n"
             f"Server at prefill {PREFILL_MS:.0f} ms, {PER_TOKEN_MS:.0f} ms per token, in its own "
-            "process; client: one httpx.AsyncClient in another, all streams started at once. "
+            "process; client: httpx.AsyncClients (10 connections each, opened beforehand) in another, streams started evenly within one token interval. "
             "Error = measured at the client - configured; positive means late. "
             f"Machine: {os.cpu_count()} CPUs shared with other jobs, so tails include the "
-            "client's own scheduling delays.\n\n" + result
+            "client's own scheduling delays, and rows vary from run to run with the "
+            "machine's load.\n\n"
+            "How to read it: *server write late* is the server's own error (how long after "
+            "its due time each write happened); *gap err* is what the client saw between "
+            "tokens. *TTFT err* counts from sending the request, so with 100 or 500 requests "
+            "arriving at once it includes parsing every request in Python (client, proxy and "
+            "server each spend about a millisecond per request); *TTFT after headers* starts at "
+            "the response headers, which the server sends at 0 ms, and isolates the pacing. "
+            "`--buffer` shows the mistake: every token arrives with the last one (first "
+            "token late by (n - 1) x per_token_ms, gaps -50 ms = zero).\n\n" + result
         )
     return 0
 
