@@ -4,8 +4,9 @@ Run: .venv/bin/python bench/bench_server.py [--quick] [--write-readme]   (under 
 
 The server runs in its own process (`python -m lessonkit serve`), and so do the
 two proxies (`lessonkit proxy --no-buffer` and `--buffer`). This process is the
-client: one httpx.AsyncClient opening 1, 10, 100 and 500 concurrent streams of
-GET /v1/stream?dialect=lesson, all started at once. For every token it notes the
+client: httpx.AsyncClients (10 connections each, opened before the clock runs)
+with 1, 10, 100 and 500 concurrent streams of GET /v1/stream?dialect=lesson,
+started evenly within one token interval. For every token it notes the
 arrival time of the network read that completed it, and reports:
 
 - TTFT error: measured time to first token - configured (prefill_ms + per_token_ms)
