@@ -357,7 +357,12 @@ def _plan(
             event_id = str(first_index + offset) if dialect == "eventsource" else None
             per_token.append(sse.encode(_json(payload), id=event_id))
         if not tokens:
-            closing.append(sse.encode(_json({"delta": "", "finish_reason": answer.finish_reason})))
+            # Nothing left to generate (a resume after the last token): one empty event
+            # still carries the finish reason. In eventsource it repeats the last token's
+            # id, so every event has an id and a reconnect from here loses nothing.
+            last_id = str(max(first_index - 1, 0)) if dialect == "eventsource" else None
+            finish = {"delta": "", "finish_reason": answer.finish_reason}
+            closing.append(sse.encode(_json(finish), id=last_id))
         if dialect == "eventsource":
             closing.append(sse.encode("[DONE]", event="done", id=str(len(answer.tokens))))
         else:

@@ -389,6 +389,19 @@ def test_resuming_after_the_last_token_sends_only_the_end():
     assert (reply.text, reply.complete) == ("", True)
 
 
+@pytest.mark.parametrize("last_id", range(len(RUNNING.tokens)))
+def test_every_resumed_eventsource_event_carries_an_id(last_id):
+    events = decode_all([wire_bytes(RUNNING, "eventsource", resume_after_id=last_id)])
+    assert events and all(e.id for e in events)
+
+
+def test_resuming_after_the_last_token_repeats_its_id_on_the_finish_event():
+    last_id = len(RUNNING.tokens) - 1
+    events = decode_all([wire_bytes(RUNNING, "eventsource", resume_after_id=last_id)])
+    assert [(e.event, e.id) for e in events] == [("message", "5"), ("done", "6")]
+    assert json.loads(events[0].data) == {"delta": "", "finish_reason": "stop"}
+
+
 def test_a_resume_id_that_is_not_a_token_index_is_refused():
     with pytest.raises(ValueError, match="token index"):
         list(stream_writes(RUNNING, "eventsource", resume_after_id="abc"))
