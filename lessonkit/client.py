@@ -92,6 +92,11 @@ class StreamReader:
 
     def feed(self, chunk: bytes) -> list[str]:
         """Return the text deltas that ``chunk`` completes, in order (often [])."""
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):
+            raise TypeError(
+                f"feed() takes bytes from the network, got {type(chunk).__name__}; "
+                f"encode text first, e.g. text.encode('utf-8')"
+            )
         if self.finished:
             return []
         try:
@@ -137,6 +142,11 @@ def read_stream(
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
 ) -> Reply:
     """Return the Reply read from ``chunks`` (bytes cut anywhere) in ``dialect``."""
+    if isinstance(chunks, (bytes, bytearray, memoryview, str)):
+        raise TypeError(
+            f"read_stream takes an iterable of byte chunks, got one {type(chunks).__name__} "
+            f"object; wrap it in a list ([wire]) or cut it (cut(wire, 16))"
+        )
     reader = StreamReader(dialect, max_event_bytes=max_event_bytes)
     for chunk in chunks:
         reader.feed(chunk)

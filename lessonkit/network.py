@@ -39,11 +39,19 @@ __all__ = [
 ]
 
 
+def _check_bytes(data: object) -> None:
+    """Raise a TypeError that says what to do when `data` is not bytes."""
+    if not isinstance(data, (bytes, bytearray)):
+        hint = "; encode text first: text.encode('utf-8')" if isinstance(data, str) else ""
+        raise TypeError(f"the network carries bytes, got {type(data).__name__}{hint}")
+
+
 def cut(data: bytes, size: int) -> list[bytes]:
     """Return `data` in pieces of `size` bytes (the last piece may be shorter).
 
     Empty data gives an empty list: no bytes, no pieces.
     """
+    _check_bytes(data)
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
         raise ValueError(f"size must be a positive number of bytes, got {size!r}; try size=1")
     return [data[i : i + size] for i in range(0, len(data), size)]
@@ -55,6 +63,7 @@ def cut_at(data: bytes, positions: Iterable[int]) -> list[bytes]:
     Offsets run from 0 to len(data) and must not go down; a repeated offset
     gives an empty piece, like a network read that returned nothing new.
     """
+    _check_bytes(data)
     points = list(positions)
     previous = 0
     for position in points:
@@ -81,6 +90,7 @@ def random_cuts(data: bytes, seed: int, max_piece_bytes: int = 64) -> list[bytes
     are the cuts that break naive stream readers. The same seed gives the same
     pieces every time.
     """
+    _check_bytes(data)
     if not isinstance(max_piece_bytes, int) or max_piece_bytes <= 0:
         raise ValueError(
             f"max_piece_bytes must be a positive number of bytes, got {max_piece_bytes!r}"
@@ -103,12 +113,14 @@ def random_cuts(data: bytes, seed: int, max_piece_bytes: int = 64) -> list[bytes
 
 def every_cut(data: bytes) -> Iterator[list[bytes]]:
     """Yield every split of `data` into two pieces: [data[:i], data[i:]] for i = 0..len(data)."""
+    _check_bytes(data)
     for i in range(len(data) + 1):
         yield [data[:i], data[i:]]
 
 
 def drop_after(data: bytes, n_bytes: int) -> bytes:
     """Return the bytes that arrive before the connection drops after `n_bytes` bytes."""
+    _check_bytes(data)
     if not isinstance(n_bytes, int) or n_bytes < 0:
         raise ValueError(f"n_bytes must be 0 or more, got {n_bytes!r}")
     return data[:n_bytes]

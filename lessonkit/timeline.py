@@ -20,6 +20,7 @@ Phases of `frame(t)`: "waiting" before the model starts (t < latency_ms),
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -47,8 +48,9 @@ def _check_times(prefill_ms: float, per_token_ms: float, latency_ms: float = 0) 
         ("per_token_ms", per_token_ms),
         ("latency_ms", latency_ms),
     ):
-        if value < 0:
-            raise ValueError(f"{name} must be 0 or more, got {value!r}")
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not is_number or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a number of milliseconds, 0 or more, got {value!r}")
 
 
 def _check_count(n_tokens: int) -> None:

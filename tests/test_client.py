@@ -214,3 +214,14 @@ def test_close_drops_an_unfinished_event():
     reader = StreamReader()
     reader.feed(encode('{"delta": "a"}') + b'data: {"delta": "b"}\n')
     assert reader.close() == Reply("a", False, events=1)
+
+
+@pytest.mark.parametrize("whole", [b"data: [DONE]\n\n", "data: [DONE]\n\n"])
+def test_one_bytes_or_str_object_instead_of_a_chunk_list_gets_an_error_that_says_to_wrap_it(whole):
+    with pytest.raises(TypeError, match=r"wrap it in a list \(\[wire\]\)"):
+        read_stream(whole)
+
+
+def test_feeding_text_to_a_stream_reader_says_to_encode_it():
+    with pytest.raises(TypeError, match="encode text first"):
+        StreamReader("lesson").feed("data: [DONE]\n\n")

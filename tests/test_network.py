@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lessonkit import network
 from lessonkit.network import (
     Arrival,
     buffer_until_end,
@@ -238,3 +239,18 @@ def test_stall_pushes_writes_from_after_ms_later_and_keeps_earlier_ones():
         (1100.0, b"b"),
         (1200.0, b"c"),
     ]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda text: network.cut(text, 4),
+        lambda text: network.cut_at(text, [2]),
+        lambda text: network.random_cuts(text, seed=1),
+        lambda text: list(network.every_cut(text)),
+        lambda text: network.drop_after(text, 3),
+    ],
+)
+def test_text_instead_of_bytes_gets_an_error_that_says_to_encode_it(call):
+    with pytest.raises(TypeError, match=r"encode text first: text.encode\('utf-8'\)"):
+        call("data: hi\n\n")

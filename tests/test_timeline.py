@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lessonkit import timeline
 from lessonkit.client import StreamReader
 from lessonkit.llm import RUNNING_PROMPT, answer_for, long_answer, stream_writes
 from lessonkit.network import Arrival, buffer_until_end, deliver
@@ -229,3 +230,9 @@ def test_stopping_at_five_seconds_saves_the_rest_of_a_500_token_answer():
 
 def test_stopping_after_the_end_saves_nothing():
     assert cancel_savings(6, 10_000, 300, 40) == (6, 0)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "300", None, True, -1])
+def test_a_timing_that_is_not_a_finite_non_negative_number_gets_a_clear_error(bad):
+    with pytest.raises(ValueError, match="prefill_ms must be a number of milliseconds, 0 or more"):
+        timeline.response_times(bad, 40, 6)
