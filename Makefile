@@ -7,7 +7,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
-NBVAL := --nbval-current-env --nbval-sanitize-with nbval-sanitize.cfg -p no:cacheprovider
+# pyproject.toml adds --nbval-current-env and the sanitize file to every pytest run.
+NBVAL := -p no:cacheprovider
 LINTED := lessonkit tests bench notebooks solutions exercises
 
 # Plots must reach notebooks inline; an inherited MPLBACKEND=Agg hides them.

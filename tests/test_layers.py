@@ -7,9 +7,11 @@ the core; the core must never import them.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +73,25 @@ def test_core_modules_never_import_an_edge_module(module):
     loaded = _modules_loaded_by(module)
     edges = sorted(f"lessonkit.{e}" for e in EDGE_MODULES if f"lessonkit.{e}" in loaded)
     assert edges == [], f"{module} imports edge modules {edges}"
+
+
+# `time` and `random`'s global state are already loaded at interpreter start-up, so
+# sys.modules cannot catch them: read the source of each pure module instead.
+CLOCK_MODULES = {"time", "datetime", "asyncio", "socket", "threading", "select"}
+
+
+def _imported_names(module: str) -> set[str]:
+    path = Path(__file__).resolve().parents[1] / (module.replace(".", "/") + ".py")
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("module", PURE_MODULES)
+def test_core_modules_take_time_as_a_parameter_and_never_import_a_clock(module):
+    clocks = sorted(_imported_names(module) & CLOCK_MODULES)
+    assert clocks == [], f"{module} imports {clocks}; pass at_ms in instead"
