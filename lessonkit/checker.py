@@ -1,17 +1,39 @@
 """Learner function versus reference, over many inputs: ``evaluate(...) -> Report``.
 
-Each graded exercise is a list of *rules* ("a character split across chunks
-survives"), and each rule a list of *cases*: inputs sorted from smallest to
-largest. A rule stops at its first failing case, so the feedback shows the
-smallest input that breaks the learner's code, with what was expected and what
-came back. Some rules are *hidden*: they run only at grading, and their
-feedback names the rule but never shows the input.
+A map of this file (about 1,500 lines; search for the ``# ---`` banners):
+
+* **How an exercise is defined.** An ``Exercise`` (id, title, points) is a
+  tuple of ``Rule`` objects plus a reference function and a few small
+  functions that say how a result is compared (``same``), checked for shape
+  (``shape``: "must return a tuple") and shown (``show_input``,
+  ``show_value``). A ``Rule`` is one behaviour in words ("a character split
+  across chunks survives"), a hint, and ``cases()``: the inputs (``Case``)
+  that test it. The reference answer of every case is computed here, from the
+  course library (``lessonkit.exercises_ref``), never stored.
+* **Public vs hidden.** ``Rule(hidden=True)`` runs only at grading
+  (``lessonkit grade``); its feedback names the rule and what came back, never
+  the input. Everything else runs in the notebook's ``check``.
+* **Shrinking.** There is no search: each rule's cases are sorted by
+  ``Case.size`` (bytes, then chunks) and a rule stops at its first failing
+  case, so the input shown is the smallest one that breaks the function. A case
+  may carry ``control`` arguments (the same input without the feature the rule
+  is about, e.g. without the empty chunks): a failure counts for the rule only
+  when the control passes, so the rule never blames a bug that another rule is
+  about.
+* **Where each exercise's rules are** (banners below, in this order):
+  ``_response_times_rules`` (exercise 1), ``_read_stream_rules`` (2),
+  ``_read_anthropic_rules`` (4), ``_resume_rules`` (5), ``_parse_sse_rules``
+  (6, with the conformance cases and their hints in ``data/sse_cases.json``),
+  ``_now_change_it_exercise`` (3, a dict of answers instead of a function),
+  and ``_build``, the registry that ties ids, points and rules together.
+* **Running and reporting.** ``evaluate`` walks the rules and returns a
+  ``Report``; ``Report.text`` and ``_finding_lines`` write the feedback.
 
 This module is pure: it never runs learner code itself with a time limit. The
 caller passes ``run(case) -> Outcome`` -- ``lessonkit.grading`` runs the
 learner's function in a forked process from the notebook, ``lessonkit.grade``
 in a fresh interpreter -- and the reference answers are computed here, in the
-caller's own process, from the course library (``lessonkit.exercises_ref``).
+caller's own process.
 
 Values cross a process boundary as JSON (``to_jsonable``): bytes as
 ``{"__bytes__": base64}``, tuples as lists, anything else as its repr.
@@ -108,7 +130,10 @@ def from_jsonable(value: Any) -> Any:
 
 def encode_args(args: Sequence[Any]) -> list[Any]:
     """Return call arguments as JSON data; a FetchScript becomes a placeholder the child fills."""
-    return [{"__fetch__": 1} if isinstance(a, FetchScript) else to_jsonable(a) for a in args]
+    return [
+        {"__fetch__": 1} if isinstance(a, (FetchScript, FakeFetch)) else to_jsonable(a)
+        for a in args
+    ]
 
 
 def decode_args(args: Sequence[Any], fetch: Callable[..., Any] | None = None) -> list[Any]:
@@ -195,6 +220,7 @@ class Case:
     rule: str
     args: tuple
     size: tuple = ()  # sort key: smaller cases run first
+    control: tuple | None = None  # the same input without the rule's feature (see evaluate)
 
 
 @dataclass(frozen=True)
@@ -217,6 +243,7 @@ class Rule:
     hint: str
     cases: Callable[[], list[Case]]
     hidden: bool = False
+    control_hint: str = ""  # shown when every failing case's control failed too
 
 
 @dataclass(frozen=True)
@@ -303,6 +330,13 @@ def _headline(report: Report) -> str:
     name = report.exercise
     if report.problem:
         return f"{name}: {report.problem}"
+    if report.not_attempted and report.graded:
+        what = (
+            "every answer is still `...`"
+            if report.kind == "value"
+            else "the stub still raises NotImplementedError"
+        )
+        return f"{name}: not attempted yet -- {what}; 0 of {report.points:g} points."
     if report.not_attempted and report.kind == "value":
         return (
             f"{name}: not attempted yet -- replace each `...` with your answer, run those "
@@ -332,7 +366,8 @@ def _finding_lines(finding: Finding) -> list[str]:
     lines = [f"FAILED  {tag}{finding.rule}"]
     if finding.hidden:
         lines.append("  (a hidden check: its input is not shown)")
-        lines.append(f"  got       {finding.got}" if finding.got.startswith("raised") else "")
+        crash = finding.got.startswith(("raised", "no answer within", "your function"))
+        lines.append(f"  got       {finding.got}" if crash else "")
         lines = [line for line in lines if line]
     else:
         lines.append(f"  input     {finding.shown_input}")
@@ -428,6 +463,10 @@ def evaluate(
     times out or ends the process running it (Outcome.error_type "ChildGone")
     stops everything; the remaining rules are reported as not run and count
     as failed.
+
+    A failing case with ``control`` arguments counts only when the control
+    (the same input without the rule's feature) passes; otherwise the bug is
+    another rule's, and the next case is tried.
     """
     rules = [rule for rule in exercise.rules if hidden or not rule.hidden]
     findings: list[Finding] = []
@@ -439,6 +478,8 @@ def evaluate(
             continue
         cases = sorted(rule.cases(), key=lambda case: case.size)
         failure: Finding | None = None
+        deferred: Finding | None = None  # the first failure whose control failed too
+        judged = 0  # cases that passed or failed on the rule's own feature
         checked = 0
         for case in cases:
             outcome = run(case)
@@ -449,23 +490,41 @@ def evaluate(
                 )
             first_call = False
             problem = _problem(exercise, case, outcome, call_limit_s)
-            if problem is not None:
-                expected_value, got_text = problem
-                failure = Finding(
-                    rule.name,
-                    False,
-                    rule.hidden,
-                    checked,
-                    shown_input=_shorten(exercise.show_input(case)),
-                    expected=_shorten(expected_value),
-                    got=_shorten(got_text),
-                    hint=rule.hint,
-                )
-                if outcome.timed_out:
-                    stopped = f"{exercise.id} was stopped after {call_limit_s:g} s"
-                elif outcome.error_type == "ChildGone":
-                    stopped = f"{exercise.id} ended the process running it"
-                break
+            if problem is None:
+                judged += 1
+                continue
+            expected_value, got_text = problem
+            finding = Finding(
+                rule.name,
+                False,
+                rule.hidden,
+                checked,
+                shown_input=_shorten(exercise.show_input(case)),
+                expected=_shorten(expected_value),
+                got=_shorten(got_text),
+                hint=rule.hint,
+            )
+            if _control_fails(exercise, case, outcome, run, call_limit_s):
+                deferred = deferred or finding
+                continue
+            failure = finding
+            if outcome.timed_out:
+                stopped = f"{exercise.id} was stopped after {call_limit_s:g} s"
+            elif outcome.error_type == "ChildGone":
+                stopped = f"{exercise.id} ended the process running it"
+            break
+        if failure is None and deferred is not None and not judged:
+            # No case could be judged: the same input fails even without the feature.
+            failure = Finding(
+                deferred.rule,
+                False,
+                deferred.hidden,
+                checked,
+                shown_input=deferred.shown_input,
+                expected=deferred.expected,
+                got=deferred.got,
+                hint=rule.control_hint or deferred.hint,
+            )
         findings.append(failure or Finding(rule.name, True, rule.hidden, checked))
     return Report(
         exercise.id,
@@ -476,6 +535,26 @@ def evaluate(
         graded=hidden,
         has_hidden=any(rule.hidden for rule in exercise.rules),
     )
+
+
+def _control_fails(
+    exercise: Exercise,
+    case: Case,
+    outcome: Outcome,
+    run: Callable[[Case], Outcome],
+    call_limit_s: float,
+) -> bool:
+    """Return True when a failing case's control fails too (so the failure is not the rule's)."""
+    if case.control is None or outcome.timed_out or outcome.error_type == "ChildGone":
+        return False
+    control = Case(case.rule, case.control, case.size)
+    control_outcome = run(control)
+    if control_outcome.timed_out or control_outcome.error_type == "ChildGone":
+        return False  # report the case itself; checking stops there anyway
+    return _problem(exercise, control, control_outcome, call_limit_s) is not None
+
+
+PROCESS_ENDED = "your function ended the process running it (sys.exit / os._exit?)"
 
 
 def _problem(
@@ -489,6 +568,8 @@ def _problem(
             f"no answer within {call_limit_s:g} s (an endless loop? a `while` whose "
             "condition never changes?)",
         )
+    if outcome.error_type == "ChildGone":
+        return exercise.show_value(expected), outcome.error or PROCESS_ENDED
     if outcome.error is not None:
         where = f"\n            at: {outcome.where}" if outcome.where else ""
         return exercise.show_value(expected), f"raised {outcome.error}{where}"
@@ -513,7 +594,12 @@ def evaluate_value(exercise: Exercise, value: Any, *, hidden: bool = False) -> R
         )
     if all(_unanswered(v) for v in value.values()):
         return Report(
-            exercise.id, exercise.title, exercise.points, not_attempted=True, kind="value"
+            exercise.id,
+            exercise.title,
+            exercise.points,
+            not_attempted=True,
+            kind="value",
+            graded=hidden,
         )
 
     def run(case: Case) -> Outcome:
@@ -586,6 +672,13 @@ def _tuple_shape(name: str, parts: Sequence[tuple[str, tuple[type, ...]]]) -> Ca
 def _chunks_case(rule: str, chunks: Iterable[bytes]) -> Case:
     chunks = list(chunks)
     return Case(rule, (chunks,), (sum(len(c) for c in chunks), len(chunks)))
+
+
+def _empty_chunks_case(chunks: list[bytes]) -> Case:
+    """Return a case holding at least one b'', whose control is the same cut without them."""
+    assert b"" in chunks, "an empty-chunk case must hold an empty chunk"
+    case = _chunks_case("empty", chunks)
+    return Case(case.rule, case.args, case.size, control=([c for c in chunks if c],))
 
 
 def _event_ends(data: bytes) -> list[int]:
@@ -791,7 +884,17 @@ def _read_stream_rules() -> tuple[Rule, ...]:
         Rule(
             "empty chunks change nothing",
             "A network read can return b''; it adds nothing to the buffer.",
-            c("empty", [[b"", *network.cut(plain, 9), b""], network.random_cuts(plain, seed=3)]),
+            lambda: [
+                _empty_chunks_case(chunks)
+                for chunks in (
+                    [b"", tiny],
+                    [tiny[:9], b"", tiny[9:]],
+                    [b"", *network.cut(plain, 9), b""],
+                    [p for piece in network.random_cuts(plain, seed=3) for p in (piece, b"")],
+                )
+            ],
+            control_hint="Your function gets these chunks wrong even with the b'' removed: "
+            "fix the rules above first; this one is only about b''.",
         ),
         Rule(
             "long answers cut at seeded random points",
@@ -1092,9 +1195,12 @@ def _resume_show(value: Any) -> str:
 # Exercise 6: parse_sse
 
 
+_CONFORMANCE_HINT = "Follow the WHATWG 'interpret an event stream' steps for this case."
+
+
 @lru_cache(maxsize=1)
 def conformance_cases() -> tuple[dict, ...]:
-    """Return the packaged SSE conformance cases: name, input bytes, expected events."""
+    """Return the packaged SSE conformance cases: name, input bytes, expected events, hint."""
     raw = resources.files("lessonkit").joinpath("data/sse_cases.json").read_text("utf-8")
     cases = []
     for item in json.loads(raw):
@@ -1103,7 +1209,12 @@ def conformance_cases() -> tuple[dict, ...]:
         else:
             data = item["input"].encode("utf-8")
         cases.append(
-            {"name": item["name"], "input": data, "events": [tuple(e) for e in item["events"]]}
+            {
+                "name": item["name"],
+                "input": data,
+                "events": [tuple(e) for e in item["events"]],
+                "hint": item.get("hint") or _CONFORMANCE_HINT,
+            }
         )
     return tuple(cases)
 
@@ -1158,7 +1269,7 @@ def _parse_sse_rules() -> tuple[Rule, ...]:
         rules.append(
             Rule(
                 f"conformance: {item['name']}",
-                "Follow the WHATWG 'interpret an event stream' steps for this case.",
+                item["hint"],
                 cases,
             )
         )

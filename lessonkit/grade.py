@@ -346,15 +346,28 @@ def _feedback(
 # The command
 
 
+EXIT_CODES = (
+    "exit codes: 0 = the CSV was written (a submission that could not be graded, such as a "
+    "corrupt notebook or one that loops forever, is an error row in it, not a failure of the "
+    "command); 2 = nothing was graded: a SUBMISSION path does not exist, no notebook was found, "
+    "or --out / --feedback cannot be written."
+)
+
+
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add the options of `lessonkit grade`."""
+    """Add the options of `lessonkit grade` (and the exit codes to its --help)."""
+    parser.epilog = EXIT_CODES
     parser.add_argument(
         "submissions",
         nargs="+",
         metavar="SUBMISSION",
         help="notebooks or folders (a folder of one learner's notebooks, or of many learners)",
     )
-    parser.add_argument("--out", default="grades.csv", help="the CSV to write (default grades.csv)")
+    parser.add_argument(
+        "--out",
+        default="grades.csv",
+        help="the CSV to write; missing parent folders are created (default grades.csv)",
+    )
     parser.add_argument(
         "--feedback", metavar="DIR", help="write one feedback file per submission here"
     )
@@ -436,19 +449,66 @@ def write_csv(rows: Sequence[Row], out: Path) -> None:
             )
 
 
+class UsageProblem(Exception):
+    """Grading cannot start: a path is missing or an output cannot be written."""
+
+
+def _prepare_outputs(out: Path, feedback: Path | None) -> None:
+    """Create the folders the outputs go to; raise UsageProblem when they cannot be written."""
+    if out.is_dir():
+        raise UsageProblem(f"--out {out} is a folder; give a file name such as grades.csv")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageProblem(
+            f"--out {out}: cannot create its folder ({exc.strerror or exc})"
+        ) from None
+    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise UsageProblem(f"--out {out}: not writable")
+    if feedback is not None:
+        try:
+            feedback.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageProblem(
+                f"--feedback {feedback}: cannot create the folder ({exc.strerror or exc})"
+            ) from None
+        if not os.access(feedback, os.W_OK):
+            raise UsageProblem(f"--feedback {feedback}: not writable")
+
+
 def main(args: argparse.Namespace) -> int:
-    """Grade the submissions; write the CSV (and feedback files); return the exit code."""
+    """Grade the submissions; write the CSV (and feedback files); return the exit code.
+
+    0 when the CSV was written (error rows included); 2 when nothing was graded
+    because a given path does not exist, no notebook was found, or an output
+    cannot be written. Every check that can fail early runs before any grading.
+    """
+    missing = [raw for raw in args.submissions if not Path(raw).exists()]
+    if missing:
+        for raw in missing:
+            print(f"lessonkit grade: {raw}: no such file or folder", file=sys.stderr)
+        return 2
     submissions = find_submissions(args.submissions)
     if not submissions:
-        print("no notebooks found in " + " ".join(args.submissions), file=sys.stderr)
+        print(
+            "lessonkit grade: no notebooks found in " + " ".join(args.submissions), file=sys.stderr
+        )
+        return 2
+    out = Path(args.out)
+    folder = Path(args.feedback) if args.feedback else None
+    try:
+        _prepare_outputs(out, folder)
+    except UsageProblem as exc:
+        print(f"lessonkit grade: {exc}", file=sys.stderr)
         return 2
     started = time.monotonic()
     rows = grade(submissions, timeout_s=args.timeout, jobs=args.jobs)
-    out = Path(args.out)
-    write_csv(rows, out)
-    if args.feedback:
-        folder = Path(args.feedback)
-        folder.mkdir(parents=True, exist_ok=True)
+    try:
+        write_csv(rows, out)
+    except OSError as exc:
+        print(f"lessonkit grade: cannot write {out} ({exc.strerror or exc})", file=sys.stderr)
+        return 2
+    if folder is not None:
         used: set[str] = set()
         for row in rows:
             name = _safe_name(row.submission)

@@ -20,6 +20,7 @@ names the rule, never the input.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import json
@@ -35,7 +36,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lessonkit import checker
-from lessonkit.checker import EXERCISES, Case, FakeFetch, FetchScript, Outcome, Report
+from lessonkit.checker import (
+    EXERCISES,
+    PROCESS_ENDED,
+    Case,
+    FakeFetch,
+    FetchScript,
+    Outcome,
+    Report,
+)
 
 __all__ = [
     "EXERCISES",
@@ -66,6 +75,17 @@ class CheckResult:
     max_score: float
     feedback: str = field(repr=False, default="")
     report: Report | None = field(repr=False, default=None, compare=False)
+    exercise: str = ""
+
+    def __repr__(self) -> str:
+        """Return a one-line summary, e.g. "CheckResult(read_stream: 30/30 passed)"."""
+        report = self.report
+        if report is not None and report.not_attempted:
+            verdict = "not attempted"
+        else:
+            verdict = "passed" if self.passed else "not passed yet"
+        name = self.exercise or "check"
+        return f"CheckResult({name}: {self.score:g}/{self.max_score:g} {verdict})"
 
 
 # ---------------------------------------------------------------------------
@@ -98,7 +118,7 @@ class Channel:
                 view = view[os.write(self.write_fd, view) :]
         except OSError as exc:  # BrokenPipeError: the child is gone
             self.close()
-            raise ChildGone("the process running the code ended") from exc
+            raise ChildGone(PROCESS_ENDED) from exc
 
     def receive(self, timeout_s: float) -> dict | None:
         """Return the next message, or None if none came within timeout_s (then stop it)."""
@@ -114,7 +134,7 @@ class Channel:
             piece = os.read(self.read_fd, 1 << 16)
             if not piece:
                 self.close()
-                raise ChildGone("the process running the code ended")
+                raise ChildGone(PROCESS_ENDED)
             self._buffer += piece
             if len(self._buffer) > 64 << 20:
                 self.close()
@@ -134,7 +154,14 @@ class Channel:
         """Return the Outcome of name(*case.args) in the child; fetch requests are served here."""
         if not self.alive:
             return Outcome(timed_out=True)
-        fake = next((FakeFetch(a) for a in case.args if isinstance(a, FetchScript)), None)
+        fake = next(
+            (
+                a if isinstance(a, FakeFetch) else FakeFetch(a)
+                for a in case.args
+                if isinstance(a, (FetchScript, FakeFetch))
+            ),
+            None,
+        )
         try:
             self.send(
                 {
@@ -302,13 +329,20 @@ def check(
             show,
         )
     if grading_mode():
-        return CheckResult(False, 0.0, exercise.points, "checked by `lessonkit grade`")
+        return CheckResult(
+            False, 0.0, exercise.points, "checked by `lessonkit grade`", exercise=exercise_id
+        )
     try:
         report = _run_public(exercise, fn, limit_s)
     except Exception as exc:  # the checker's own bug must not break the learner's notebook
-        text = f"{exercise_id}: the checker itself failed ({type(exc).__name__}: {exc}); please tell the instructor."
-        return _finish(CheckResult(False, 0.0, exercise.points, text), show)
-    result = CheckResult(report.passed, report.score, exercise.points, report.text(), report)
+        text = (
+            f"{exercise_id}: the checker itself failed ({type(exc).__name__}: {exc}); "
+            "please tell the instructor."
+        )
+        return _finish(CheckResult(False, 0.0, exercise.points, text, exercise=exercise_id), show)
+    result = CheckResult(
+        report.passed, report.score, exercise.points, report.text(), report, exercise_id
+    )
     return _finish(result, show)
 
 
@@ -410,22 +444,85 @@ def feedback_html(result: CheckResult) -> str:
 # Small helpers for the exercise notebooks
 
 
-def try_it(fn: Callable[..., Any], *args: Any) -> None:
-    """Print what ``fn(*args)`` returns; a stub or an error is printed, never raised.
+def try_it(fn: Callable[..., Any], *args: Any, limit_s: float = CALL_LIMIT_S) -> None:
+    """Print what ``fn(*args)`` returns; a stub, an error or an endless loop is printed, never raised.
 
     The exercise notebooks use it for their "try it" cells, so that they run
-    top to bottom before the learner has written anything.
+    top to bottom before the learner has written anything. The call runs like
+    ``check``'s: in a forked copy of the kernel, stopped after ``limit_s``
+    seconds, so a loop that never ends cannot hang the kernel. What the
+    function prints is shown above its result. A ``practice_fetch`` argument
+    still records the Last-Event-ID of each call in ``.requests``. Inside
+    ``lessonkit grade`` nothing runs.
     """
     name = getattr(fn, "__name__", "your function")
-    try:
-        value = fn(*args)
-    except NotImplementedError:
-        print(f"{name} is not written yet")
+    if grading_mode():
+        print(f"{name}: try it skipped while grading")
         return
-    except Exception as exc:
-        print(f"{name} raised {type(exc).__name__}: {exc}")
+    if not callable(fn):
+        print(f"try_it needs your function first; it got {_kind_of(fn)}")
         return
-    print(f"{name} -> {value!r}")
+    printed, verdict = _try_call(name, fn, args, limit_s)
+    if printed:
+        print(printed, end="" if printed.endswith("\n") else "\n")
+    print(verdict)
+
+
+def _kind_of(value: Any) -> str:
+    return "nothing (None)" if value is None else f"a {type(value).__name__}"
+
+
+SHOWN_RESULT_CHARS = 10_000  # longest result repr try_it prints
+
+
+def _try_call(name: str, fn: Callable[..., Any], args: tuple, limit_s: float) -> tuple[str, str]:
+    """Return (what fn printed, a verdict line) for one call of fn(*args) under a time limit."""
+    fetch_at = next((i for i, a in enumerate(args) if isinstance(a, FakeFetch)), None)
+
+    def shown(*fetches: Any) -> dict:
+        real = list(args)
+        if fetch_at is not None and fetches:
+            real[fetch_at] = fetches[0]
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed):
+                value = checker.materialize(fn(*real))
+        except NotImplementedError:
+            verdict = f"{name} is not written yet"
+        except Exception as exc:
+            verdict = f"{name} raised {type(exc).__name__}: {exc}"
+        else:
+            text = repr(value)
+            if len(text) > SHOWN_RESULT_CHARS:
+                text = text[:SHOWN_RESULT_CHARS] + f" ... ({len(text)} characters in all)"
+            verdict = f"{name} -> {text}"
+        return {"printed": printed.getvalue(), "verdict": verdict}
+
+    case = Case("try it", () if fetch_at is None else (args[fetch_at],))
+    channel = None
+    if hasattr(os, "fork"):
+        try:
+            channel = _fork_channel("try_it", shown)
+        except OSError:
+            channel = None
+    if channel is not None:
+        try:
+            outcome = channel.call("try_it", case, limit_s)
+        finally:
+            channel.quit()
+    else:
+        outcome = _ThreadRunner(shown).call(case, limit_s)
+    if outcome.timed_out:
+        return "", (
+            f"{name} gave no answer within {limit_s:g} s and was stopped "
+            "(an endless loop? a `while` whose condition never changes?)"
+        )
+    if outcome.error_type == "ChildGone":
+        return "", f"{name} ended the process running it (sys.exit / os._exit?)"
+    if outcome.error is not None:
+        return "", f"{name} raised {outcome.error}"
+    value = outcome.value if isinstance(outcome.value, dict) else {}
+    return str(value.get("printed", "")), str(value.get("verdict", f"{name} -> ?"))
 
 
 def practice_fetch(

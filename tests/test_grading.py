@@ -439,9 +439,18 @@ def test_check_never_raises_for_bad_arguments():
     assert "needs your function" in check("read_stream", "oops", show=False).feedback
 
 
-def test_check_result_repr_is_short_and_keeps_the_feedback_out():
+def test_check_result_repr_is_one_short_line_naming_the_exercise_and_score():
     result = check("response_times", ref.response_times, show=False)
-    assert repr(result) == "CheckResult(passed=True, score=10.0, max_score=10)"
+    assert repr(result) == "CheckResult(response_times: 10/10 passed)"
+
+
+def test_check_result_repr_says_not_attempted_for_a_stub():
+    def read_stream(chunks):
+        raise NotImplementedError
+
+    assert repr(check("read_stream", read_stream, show=False)) == (
+        "CheckResult(read_stream: 0/30 not attempted)"
+    )
 
 
 def test_check_is_skipped_quietly_while_grading(monkeypatch, capsys):
@@ -502,3 +511,181 @@ def test_a_parser_written_as_a_generator_is_accepted():
 
     assert _graded("parse_sse", parse_sse).passed
     assert check("parse_sse", parse_sse, show=False).passed
+
+
+# ---------------------------------------------------------------------------
+# try_it: the "try it" cells run with the same time limit as check
+
+
+def test_try_it_stops_a_function_that_never_returns_and_the_kernel_stays_usable(capsys):
+    def read_stream(chunks):
+        while True:
+            pass
+
+    grading.try_it(read_stream, [b"data: [DONE]\n\n"], limit_s=0.5)
+    assert "read_stream gave no answer within 0.5 s and was stopped" in capsys.readouterr().out
+    grading.try_it(ref.read_stream, [b"data: [DONE]\n\n"])
+    assert capsys.readouterr().out == "read_stream -> ('', True)\n"
+
+
+def test_try_it_reports_a_function_that_ends_its_process(capsys):
+    import os
+
+    def read_stream(chunks):
+        os._exit(3)
+
+    grading.try_it(read_stream, [b""])
+    assert capsys.readouterr().out == (
+        "read_stream ended the process running it (sys.exit / os._exit?)\n"
+    )
+
+
+def test_try_it_shows_what_the_function_prints_above_its_result(capsys):
+    def response_times(prefill_ms, per_token_ms, n_tokens):
+        print("thinking about", n_tokens)
+        return {"total_ms": prefill_ms + n_tokens * per_token_ms}
+
+    grading.try_it(response_times, 300, 40, 6)
+    assert capsys.readouterr().out == "thinking about 6\nresponse_times -> {'total_ms': 540}\n"
+
+
+def test_try_it_prints_a_stub_and_an_error_instead_of_raising(capsys):
+    def stub(chunks):
+        raise NotImplementedError
+
+    def broken(chunks):
+        raise KeyError("delta")
+
+    grading.try_it(stub, [b""])
+    grading.try_it(broken, [b""])
+    assert capsys.readouterr().out == ("stub is not written yet\nbroken raised KeyError: 'delta'\n")
+
+
+def test_try_it_still_records_the_ids_a_practice_fetch_was_called_with(capsys):
+    fetch = grading.practice_fetch(drops=[70, 30, 100])
+    grading.try_it(ref.resume, fetch)
+    assert capsys.readouterr().out == "resume -> 'Your café order ships on Monday.'\n"
+    assert fetch.requests == [None, "0", "0", "2"]
+
+
+def test_try_it_runs_nothing_while_grading(monkeypatch, capsys):
+    def read_stream(chunks):
+        raise AssertionError("ran while grading")
+
+    monkeypatch.setenv(grading.GRADING_ENV, "1")
+    grading.try_it(read_stream, [b""])
+    assert capsys.readouterr().out == "read_stream: try it skipped while grading\n"
+
+
+# ---------------------------------------------------------------------------
+# Feedback wording
+
+
+def test_a_function_that_ends_its_process_is_reported_in_plain_words():
+    import os
+
+    def read_stream(chunks):
+        os._exit(1)
+
+    feedback = check("read_stream", read_stream, show=False).feedback
+    assert "got       your function ended the process running it (sys.exit / os._exit?)" in (
+        feedback
+    )
+    assert "raised the process" not in feedback
+
+
+def test_a_hidden_rule_that_ends_the_process_still_says_what_happened():
+    finding = checker.Finding(
+        "long answers", False, hidden=True, got=checker.PROCESS_ENDED, hint="h"
+    )
+    assert f"  got       {checker.PROCESS_ENDED}" in checker._finding_lines(finding)
+
+
+def test_each_parse_sse_conformance_rule_has_its_own_hint():
+    rules = [r for r in EXERCISES["parse_sse"].rules if r.name.startswith("conformance: ")]
+    hints = [r.hint for r in rules]
+    assert len(set(hints)) == len(hints) == len(checker.conformance_cases())
+    assert checker._CONFORMANCE_HINT not in hints
+
+
+@pytest.mark.parametrize(
+    ("rule", "words"),
+    [
+        ("the last event id persists", "only an id: line changes it"),
+        ("one leading BOM is dropped", "Drop one leading BOM"),
+        ("an id containing NUL is ignored", "An id containing NUL"),
+        ("retry with non-digits is ignored", "retry takes ASCII digits only"),
+        ("CR, LF and CRLF all end lines", "also when CR and LF arrive in different chunks"),
+    ],
+)
+def test_a_parse_sse_conformance_failure_shows_the_hint_for_that_rule(rule, words):
+    hint = next(r.hint for r in EXERCISES["parse_sse"].rules if r.name == f"conformance: {rule}")
+    assert words in hint
+
+
+def test_a_parser_that_forgets_the_last_event_id_is_told_that_the_id_persists():
+    def parse_sse(chunks):
+        return [(kind, data, "" if i else last) for i, (kind, data, last) in enumerate(
+            ref.parse_sse(chunks))]  # fmt: skip
+
+    report = _graded("parse_sse", parse_sse)
+    failed = next(f for f in report.findings if f.rule == "conformance: the last event id persists")
+    assert "only an id: line changes it" in failed.hint
+
+
+# ---------------------------------------------------------------------------
+# The empty-chunk rule
+
+
+EMPTY_RULE = "empty chunks change nothing"
+
+
+def _stops_at_empty_chunk(chunks):
+    kept = []
+    for chunk in chunks:
+        if not chunk:
+            break
+        kept.append(chunk)
+    return ref.read_stream(kept)
+
+
+def test_every_case_of_the_empty_chunk_rule_holds_an_empty_chunk():
+    rule = next(r for r in EXERCISES["read_stream"].rules if r.name == EMPTY_RULE)
+    assert all(b"" in case.args[0] for case in rule.cases())
+
+
+def test_a_reader_that_stops_at_an_empty_chunk_fails_the_empty_chunk_rule_showing_an_empty_chunk():
+    report = evaluate(
+        EXERCISES["read_stream"], lambda case: call_in_process(_stops_at_empty_chunk, case)
+    )
+    [failed] = [f for f in report.findings if not f.passed]
+    assert failed.rule == EMPTY_RULE and "b''" in failed.shown_input
+
+
+def test_a_reader_broken_without_empty_chunks_too_is_not_blamed_on_them_when_another_case_judges():
+    def read_stream(chunks):  # fails only when the first piece is not the whole stream
+        chunks = [c for c in chunks if c]
+        return ref.read_stream(chunks) if len(chunks) == 1 else ("", False)
+
+    finding = next(f for f in _graded("read_stream", read_stream).findings if f.rule == EMPTY_RULE)
+    assert finding.passed
+
+
+def test_a_reader_that_fails_every_control_still_fails_the_empty_chunk_rule_with_a_note():
+    def read_stream(chunks):
+        return chunks[0].decode(), True
+
+    finding = next(f for f in _graded("read_stream", read_stream).findings if f.rule == EMPTY_RULE)
+    assert not finding.passed and "b''" in finding.shown_input
+    assert "even with the b'' removed" in finding.hint
+
+
+# ---------------------------------------------------------------------------
+# The map at the top of the checker
+
+
+def test_the_checker_map_names_functions_that_exist():
+    doc = checker.__doc__
+    assert "A map of this file" in doc
+    for name in re.findall(r"``(_\w+)``", doc):
+        assert hasattr(checker, name), name
