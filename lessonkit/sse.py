@@ -72,6 +72,16 @@ class EventTooLarge(ValueError):
     """Raised by ``SSEDecoder.feed`` when one unfinished event outgrows max_event_bytes."""
 
 
+def _as_bytes(chunk: object) -> bytes:
+    """Return ``chunk`` as bytes, or raise a TypeError that says what to pass instead."""
+    if isinstance(chunk, (bytearray, memoryview)):
+        return bytes(chunk)
+    if isinstance(chunk, bytes):  # a subclass of bytes
+        return bytes(chunk)
+    hint = "; encode text first: text.encode('utf-8')" if isinstance(chunk, str) else ""
+    raise TypeError(f"the decoder reads bytes from the network, got {type(chunk).__name__}{hint}")
+
+
 class SSEDecoder:
     """Incremental SSE parser: ``feed(bytes) -> list[Event]``, any chunking, linear cost.
 
@@ -135,6 +145,8 @@ class SSEDecoder:
         ``max_event_bytes``; the decoder then drops that event's buffers and the
         stream should be treated as broken.
         """
+        if chunk.__class__ is not bytes:
+            chunk = _as_bytes(chunk)
         if self._head is not None:
             chunk = self._strip_bom(chunk)
         if self._after_cr and chunk:
@@ -308,6 +320,8 @@ class SSEDecoder:
         waiting: list[bytes] = []
         waiting_bytes = 0
         for chunk in chunks:
+            if chunk.__class__ is not bytes:
+                chunk = _as_bytes(chunk)
             if len(chunk) < _SMALL_CHUNK_BYTES and 10 not in chunk and 13 not in chunk:
                 waiting.append(chunk)  # no LF (10), no CR (13): hold it
                 waiting_bytes += len(chunk)

@@ -504,3 +504,16 @@ def httpx_sse_events(chunks: list[bytes]) -> list[list[str]]:
 @settings(max_examples=300)
 def test_the_decoder_agrees_with_httpx_sse_where_httpx_sse_follows_the_spec(chunks):
     assert triples(decode_all(chunks)) == httpx_sse_events(chunks)
+
+
+def test_text_fed_to_the_decoder_gets_an_error_that_says_to_encode_it():
+    with pytest.raises(TypeError, match=r"encode text first: text.encode\('utf-8'\)"):
+        SSEDecoder().feed("data: hi\n\n")
+    with pytest.raises(TypeError, match="encode text first"):
+        list(SSEDecoder().iter_events(["data: hi\n\n"]))
+
+
+def test_bytearray_and_memoryview_chunks_are_read_like_bytes():
+    wire = b"data: hi\n\n"
+    assert SSEDecoder().feed(bytearray(wire)) == SSEDecoder().feed(wire)
+    assert list(SSEDecoder().iter_events([memoryview(wire)])) == [Event(data="hi")]
