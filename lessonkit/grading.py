@@ -87,6 +87,16 @@ class CheckResult:
         name = self.exercise or "check"
         return f"CheckResult({name}: {self.score:g}/{self.max_score:g} {verdict})"
 
+    def _ipython_display_(self) -> None:
+        """Show the feedback in a notebook, unless check() has just shown it in this cell.
+
+        So a check cell shows its feedback once, with or without a trailing
+        ``;`` (nbval runs cells without history, where IPython ignores the ``;``).
+        """
+        if getattr(self, "_shown_in_cell", None) == _execution_count():
+            return
+        _display(self)
+
 
 # ---------------------------------------------------------------------------
 # Talking to the process that runs the learner's code
@@ -392,7 +402,19 @@ def _in_ipython() -> bool:
         return False
 
 
+def _execution_count() -> int | None:
+    """Return the number of the cell IPython is running now (None outside IPython)."""
+    shell = sys.modules.get("IPython")
+    try:
+        ip = shell.get_ipython() if shell is not None else None
+    except Exception:
+        return None
+    return getattr(ip, "execution_count", None) if ip is not None else None
+
+
 def _display(result: CheckResult) -> None:
+    # Remember the cell, so the result echoed at the end of that cell shows nothing more.
+    object.__setattr__(result, "_shown_in_cell", _execution_count())
     if _in_ipython():
         from IPython.display import display
 

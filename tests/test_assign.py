@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import nbformat
@@ -102,3 +103,38 @@ def test_every_exercise_has_one_solution_notebook_that_declares_it():
         for exercise_id in meta["exercises"]:
             declared[exercise_id] = path.name
     assert sorted(declared) == sorted(EXERCISES)
+
+
+# The minutes and points of each exercise, as README and 00_start_here list them.
+TIME_AND_POINTS = {
+    "ex1_response_times": (5, 10),
+    "ex2_read_stream": (12, 30),
+    "ex3_now_change_it": (6, 15),
+    "ex4_read_anthropic": (10, 20),
+    "ex5_resume": (10, 15),
+    "ex6_parse_sse": (25, 30),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIME_AND_POINTS))
+def test_each_exercise_intro_says_its_minutes_and_points_and_links_to_an_existing_lesson(name):
+    minutes, points = TIME_AND_POINTS[name]
+    intro = nbformat.read(ROOT / "exercises" / f"{name}.ipynb", as_version=4).cells[0]
+    assert intro.cell_type == "markdown"
+    assert f"**About {minutes} minutes · {points} points.**" in intro.source
+    assert f"({points} points)" in intro.source.splitlines()[0]
+    links = re.findall(r"\]\((\.\./notebooks/[^)#]+\.ipynb)\)", intro.source)
+    assert links, "the intro links back to no lesson notebook"
+    for link in links:
+        assert (ROOT / "exercises" / link).resolve().is_file(), link
+
+
+@pytest.mark.parametrize("folder", ["solutions", "exercises"])
+def test_check_cells_end_with_a_semicolon_so_the_result_is_shown_once(folder):
+    for path in sorted((ROOT / folder).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        checks = [c for c in nb.cells if c.cell_type == "code" and "check(" in c.source]
+        assert checks, path.name
+        for cell in checks:
+            assert cell.source.rstrip().endswith(";"), f"{path.name}: {cell.source!r}"
+            assert not [o for o in cell.get("outputs", []) if o.output_type == "execute_result"]

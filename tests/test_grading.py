@@ -689,3 +689,20 @@ def test_the_checker_map_names_functions_that_exist():
     assert "A map of this file" in doc
     for name in re.findall(r"``(_\w+)``", doc):
         assert hasattr(checker, name), name
+
+
+def test_a_check_result_echoed_in_the_cell_that_showed_it_shows_nothing_more(monkeypatch, capsys):
+    monkeypatch.setattr(grading, "_execution_count", lambda: 7)
+    result = check("response_times", ref.response_times)
+    capsys.readouterr()
+    result._ipython_display_()  # what IPython calls for the cell's last expression
+    assert capsys.readouterr().out == ""
+
+
+def test_a_check_result_shown_again_in_a_later_cell_shows_its_feedback(monkeypatch, capsys):
+    monkeypatch.setattr(grading, "_execution_count", lambda: 7)
+    result = check("response_times", ref.response_times)
+    capsys.readouterr()
+    monkeypatch.setattr(grading, "_execution_count", lambda: 8)
+    result._ipython_display_()
+    assert capsys.readouterr().out == result.feedback + "\n"
