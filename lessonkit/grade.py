@@ -457,6 +457,9 @@ def _prepare_outputs(out: Path, feedback: Path | None) -> None:
     """Create the folders the outputs go to; raise UsageProblem when they cannot be written."""
     if out.is_dir():
         raise UsageProblem(f"--out {out} is a folder; give a file name such as grades.csv")
+    blocker = next((d for d in (out.parent, *out.parent.parents) if d.is_file()), None)
+    if blocker is not None:
+        raise UsageProblem(f"--out {out}: {blocker} is a file, not a folder")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

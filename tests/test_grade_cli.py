@@ -321,7 +321,7 @@ def test_an_out_path_that_cannot_be_created_fails_at_once_without_grading(
     (tmp_path / "a_file").write_text("x")
     monkeypatch.setattr(grade, "grade", lambda *a, **k: pytest.fail("graded anyway"))
     assert grade.main(_args([nb], tmp_path / "a_file" / "grades.csv")) == 2
-    assert "--out" in capsys.readouterr().err
+    assert "a_file is a file, not a folder" in capsys.readouterr().err
 
 
 def test_an_out_path_that_is_a_folder_fails_at_once_without_grading(tmp_path, capsys, monkeypatch):
