@@ -227,10 +227,23 @@ class LabServer:
             s for s in self.api("GET", "/api/sessions").json() if s.get("path") == notebook_path
         ]
 
-    def wait_kernel_idle(self, notebook_path: str, *, timeout_s: float = 120) -> dict[str, Any]:
-        """Return the notebook's session once its kernel reports execution_state idle."""
+    def wait_kernel_idle(
+        self, notebook_path: str, *, timeout_s: float = 120, page: Any = None
+    ) -> dict[str, Any]:
+        """Return the notebook's session once its kernel reports execution_state idle.
+
+        With a page, a JupyterLab dialog (such as "Select Kernel" for a notebook without a
+        usable kernelspec) fails at once, naming the dialog, instead of timing out.
+        """
 
         def idle_session() -> dict[str, Any] | None:
+            if page is not None:
+                dialog = page.locator(".jp-Dialog")
+                if dialog.count():
+                    raise AssertionError(
+                        f"JupyterLab asks instead of starting {notebook_path}'s kernel: "
+                        f"{normalized(dialog.first.text_content() or '')!r}"
+                    )
             for session in self.sessions_for(notebook_path):
                 if (session.get("kernel") or {}).get("execution_state") == "idle":
                     return session
@@ -401,8 +414,7 @@ async (path) => {
   for (const dialog of document.querySelectorAll('.jp-Dialog')) dialog.remove();
   for (const widget of Array.from(app.shell.widgets('main'))) widget.dispose();
   const panel = await app.commands.execute('docmanager:open', { path, factory: 'Notebook' });
-  await panel.context.ready;
-  await panel.sessionContext.ready;
+  await panel.context.ready;  // the kernel is waited for from Python, with a deadline
   return true;
 }
 """
@@ -422,7 +434,7 @@ def open_notebook(
     page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
         state="attached", timeout=timeout_s * 1000
     )
-    server.wait_kernel_idle(notebook_path, timeout_s=timeout_s)
+    server.wait_kernel_idle(notebook_path, timeout_s=timeout_s, page=page)
     # The toolbar's kernel status follows the server; wait for the page to know the kernel too.
     page.wait_for_function(
         "() => { const app = window.jupyterapp; const w = app && app.shell.currentWidget;"

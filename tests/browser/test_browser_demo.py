@@ -22,6 +22,7 @@ from labdriver import (
     open_notebook,
     relative_to_root,
     run_all_and_wait,
+    save_artifacts,
     tracebacks,
     write_scratch_notebook,
 )
@@ -77,9 +78,12 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
         cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
         assert not tracebacks(cells), "\n".join(tracebacks(cells))
         outputs = page.locator(".jp-Notebook .jp-Cell")
-        yield DemoPage(page, outputs.nth(1), outputs.nth(2))
-    finally:
+    except BaseException:
+        save_artifacts(page, "browser-demo-setup", lab_page.console_lines)
         close_notebook(page, lab, path)
+        raise
+    yield DemoPage(page, outputs.nth(1), outputs.nth(2))
+    close_notebook(page, lab, path)
 
 
 @pytest.fixture

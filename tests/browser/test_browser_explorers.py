@@ -25,6 +25,7 @@ from labdriver import (
     press_slider_key,
     relative_to_root,
     run_all_and_wait,
+    save_artifacts,
     set_slider,
     slider_value,
     snapshot_cells,
@@ -86,9 +87,12 @@ def explorer_notebook(
             timeout_s=60,
             what="every explorer to render",
         )
-        yield ExplorerNotebook(page, {name: i + 1 for i, name in enumerate(CELLS)})
-    finally:
+    except BaseException:
+        save_artifacts(page, "explorers-notebook-setup", lab_page.console_lines)
         close_notebook(page, lab, path)
+        raise
+    yield ExplorerNotebook(page, {name: i + 1 for i, name in enumerate(CELLS)})
+    close_notebook(page, lab, path)
 
 
 @pytest.fixture
