@@ -8,6 +8,7 @@ the same pure function (lessonkit.explore, lessonkit.render) called here.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,6 +55,22 @@ CELLS = {
     "drop": "lw.drop_explorer()",
     "flicker": "lw.flicker_demo(step=1)",
 }
+
+
+NOT_EXPLORERS = {"prediction_picker"}  # a dropdown to record a guess: nothing to explore
+
+
+def test_every_explorer_in_lessonkit_widgets_has_an_interaction_test() -> None:
+    from lessonkit import widgets
+
+    public = {
+        name
+        for name, value in vars(widgets).items()
+        if inspect.isfunction(value) and value.__module__ == widgets.__name__
+        and not name.startswith("_")
+    }  # fmt: skip
+    driven = {re.match(r"lw\.(\w+)\(", source).group(1) for source in CELLS.values()}
+    assert public - NOT_EXPLORERS - driven == set(), "explorers no browser test drives"
 
 
 @dataclass
