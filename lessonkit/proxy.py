@@ -26,7 +26,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -62,6 +63,83 @@ def _forwardable(raw_headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, by
     return [(k, v) for k, v in raw_headers if k.decode("latin-1").lower() not in HOP_BY_HOP]
 
 
+class PoolShards(httpx.AsyncBaseTransport):
+    """An httpx transport that spreads requests over many small connection pools.
+
+    httpcore's connection pool scans every connection it holds each time a request
+    starts or ends, so one pool serving N open streams does O(N) work per event and
+    O(N**2) in all: with 500 streams a single pool spent seconds of CPU on that scan
+    alone and the first tokens arrived seconds late. Pools of at most
+    `streams_per_pool` open responses keep each scan short. A new request goes to the
+    least busy pool; a new pool is made when all are full.
+    """
+
+    def __init__(self, streams_per_pool: int = 8, keepalive_expiry_s: float = 4.0) -> None:
+        self.streams_per_pool = streams_per_pool
+        self.limits = httpx.Limits(
+            max_connections=None,
+            max_keepalive_connections=streams_per_pool,
+            # Shorter than uvicorn's 5 s keep-alive timeout, so the proxy never reuses
+            # a connection the upstream is closing at that moment (a spurious 502).
+            keepalive_expiry=keepalive_expiry_s,
+        )
+        self.ssl_context = httpx.create_ssl_context()  # made once, shared by all pools
+        self.pools: list[httpx.AsyncHTTPTransport] = []
+        self.open_streams: list[int] = []  # open responses per pool
+
+    def _pick(self) -> int:
+        if self.pools:
+            index = min(range(len(self.pools)), key=self.open_streams.__getitem__)
+            if self.open_streams[index] < self.streams_per_pool:
+                return index
+        self.pools.append(httpx.AsyncHTTPTransport(verify=self.ssl_context, limits=self.limits))
+        self.open_streams.append(0)
+        return len(self.pools) - 1
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        index = self._pick()
+        self.open_streams[index] += 1
+        try:
+            response = await self.pools[index].handle_async_request(request)
+        except BaseException:
+            self.open_streams[index] -= 1
+            raise
+        stream = _CountedStream(response.stream, lambda: self._release(index))
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=stream,
+            extensions=response.extensions,
+        )
+
+    def _release(self, index: int) -> None:
+        self.open_streams[index] -= 1
+
+    async def aclose(self) -> None:
+        for pool in self.pools:
+            await pool.aclose()
+
+
+class _CountedStream(httpx.AsyncByteStream):
+    """A response body that calls `on_close` once, when it is closed."""
+
+    def __init__(self, stream: Any, on_close: Callable[[], None]) -> None:
+        self.stream = stream
+        self.on_close: Callable[[], None] | None = on_close
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for piece in self.stream:
+            yield piece
+
+    async def aclose(self) -> None:
+        try:
+            await self.stream.aclose()
+        finally:
+            if self.on_close is not None:
+                self.on_close()
+                self.on_close = None
+
+
 class ProxyState:
     """The upstream, the buffering mode and the shared httpx client of one proxy."""
 
@@ -76,9 +154,9 @@ class ProxyState:
         """The httpx client, made on first use inside the proxy's own event loop."""
         if self._client is None:
             self._client = httpx.AsyncClient(
+                transport=PoolShards(),
                 # No read timeout: a stalled stream is the upstream's business to end.
-                timeout=httpx.Timeout(connect=5.0, read=None, write=30.0, pool=None),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
+                timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=None),
                 follow_redirects=False,
             )
         return self._client

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import statistics
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from lessonkit import llm
 from lessonkit.client import read_stream
-from lessonkit.proxy import create_proxy_app, running_proxy
+from lessonkit.proxy import PoolShards, create_proxy_app, running_proxy
 
 pytestmark = pytest.mark.server
 
@@ -129,3 +130,21 @@ def test_lessonkit_proxy_cli_prints_its_url_and_passes_streams_through(server_ur
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=15)
     assert "Traceback" not in err
+
+
+def test_upstream_requests_spread_over_small_pools_and_are_released(server_url):
+    shards = PoolShards(streams_per_pool=4)
+
+    async def open_then_close(n_streams: int) -> list[int]:
+        async with httpx.AsyncClient(transport=shards, timeout=30) as client:
+            url = server_url + "/v1/stream?prefill_ms=5000"  # headers now, tokens much later
+            requests = [client.build_request("GET", url) for _ in range(n_streams)]
+            responses = await asyncio.gather(*(client.send(r, stream=True) for r in requests))
+            busiest = list(shards.open_streams)
+            for response in responses:
+                await response.aclose()
+            return busiest
+
+    busiest = asyncio.run(open_then_close(10))
+    assert busiest == [4, 4, 2]
+    assert shards.open_streams == [0, 0, 0]

@@ -336,6 +336,33 @@ def test_stats_report_how_late_the_writes_were(fresh_server_url, get_stats, fast
     assert 0 <= lateness["p50"] <= lateness["p95"] <= lateness["max"]
 
 
+def test_stats_report_how_long_requests_waited_between_socket_and_app(
+    fresh_server_url, get_stats, fast
+):
+    httpx.get(fresh_server_url + "/v1/stream", params=fast)
+    waited = get_stats(fresh_server_url)["arrival_to_app_ms"]
+    assert waited["count"] == 2  # the stream, then this stats request
+    assert 0 <= waited["p50"] <= waited["p95"] <= waited["max"]
+
+
+def test_the_answer_clock_starts_when_the_request_bytes_arrive_before_the_app_runs():
+    seen: list[tuple[float | None, float]] = []
+
+    async def app(scope, receive, send):
+        seen.append((scope["state"].get("start"), asyncio.get_running_loop().time()))
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    background = server.BackgroundServer(app)
+    url = background.start()
+    try:
+        assert httpx.get(url + "/anything").status_code == 204
+    finally:
+        background.stop()
+    [(arrived, app_called)] = seen
+    assert arrived is not None and arrived <= app_called
+
+
 def test_delete_stats_zeroes_the_counters(fresh_server_url, get_stats, fast):
     httpx.get(fresh_server_url + "/v1/stream", params=fast)
     zeroed = httpx.delete(fresh_server_url + "/v1/stats").json()
