@@ -55,9 +55,19 @@ class BrowserStreamDemo(anywidget.AnyWidget):
         super().__init__(base_url=base_url.rstrip("/"), **kwargs)
         self.add_class("lk-browser-demo-widget")
 
+    def __repr__(self) -> str:
+        # The plain-text twin of the widget: stable across runs (no address, no port).
+        return "BrowserStreamDemo(EventSource and fetch side by side; runs in a live page)"
 
-def describe(base_url: str, prompt: str = llm.RUNNING_PROMPT) -> str:
-    """Return the static description of what the browser demo does (for headless runs)."""
+
+LOCAL_SERVER = "http://127.0.0.1:<port>"  # how describe() writes the server's URL by default
+
+
+def describe(base_url: str = LOCAL_SERVER, prompt: str = llm.RUNNING_PROMPT) -> str:
+    """Return the static description of what the browser demo does (for headless runs).
+
+    The default base_url leaves the port out, so the text is the same on every run.
+    """
     answer = llm.answer_for(prompt).text
     return "\n".join(
         [

@@ -2,6 +2,43 @@
 
 Each explorer widget in lessonkit.widgets calls one of these functions, and the
 notebooks print the same frames headless, so a PDF and nbval see the content.
+
+Map of this file, by notebook (search for the quoted section comment; in the file
+the code for notebooks 03-05 comes first, then 01-02):
+
+  01 Why streaming                  "# ## 01 ·"
+     decode_steps, decode_step_text       the prefill/decode loop, one pass per token
+     timeline_view, timeline_text,        the timeline explorer: what each user sees at t
+       timeline_readouts
+     cancel_view, cancel_text             stop early: tokens and cost saved
+     idle_report, idle_text               proxy idle timeouts and heartbeats
+     fit_timing, line_ready_times         a measured stream's speeds; render sooner
+  02 SSE on the wire                 "# ## 02 ·"
+     split_response, parse_chunked,       the response head, chunked encoding,
+       encode_chunked, h2_data_frames      HTTP/2 and HTTP/3 DATA frames
+     sse_field_rows, field_rows_text      the standard fields, encoded and decoded
+     wire_rows, wire_rows_text            the wire inspector (lesson/openai/anthropic)
+     side_by_side_html, side_by_side_text the end of the stream: [DONE] vs message_stop
+     screens_after, walkthrough_steps     deltas append; the five-step walkthrough
+  03 Reading the stream              "# --- a reader you can watch"
+     lesson_wire, worked_example          the practice and worked-example bytes
+     feed_reader, ReaderState             the lesson's client loop, one arrival at a time
+                                          (for the stepper; a test keeps it equal to
+                                          lesson_read_stream at every cut)
+     lesson_read_stream, READERS,         whole-stream readers, correct and buggy
+       BUGGY_READERS
+     every_cut_verdicts,                  testing by cutting
+       chunk_size_verdicts
+     arrival_steps, utf8_frame            the arrival stepper and the UTF-8 explorer
+  04 Practice: cuts and drops        "# --- the drop explorer", "# --- predict, then run"
+     drop_frame, drop_staircase           what survives a dropped connection
+     practice_lines, compare_prediction   the "now change it" runs and predictions
+  05 Streaming in the real world     "# --- notebook 05"
+     late_check, json_prefix_parses       checks that only run at the end; strict JSON
+
+The widgets' readouts (stepper_readouts, utf8_readouts, drop_readouts) sit in
+"# --- readouts". The practice stream and reader are exercises_ref's
+(practice_wire, practice_reader), so the lessons and the grading share them.
 """
 
 from __future__ import annotations
@@ -13,7 +50,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from lessonkit import dialects, llm, network, sse, timeline
+from lessonkit import dialects, exercises_ref, llm, network, sse, timeline
 
 # ---------------------------------------------------------------------------
 # Lessons 03-05 (reading the stream, cuts and drops, the real world)
@@ -30,10 +67,7 @@ def lesson_wire(tokens: Iterable[str] = PRACTICE_TOKENS, *, heartbeat: bool = Tr
     Non-ASCII text stays raw UTF-8 on the wire (json.dumps with ensure_ascii=False),
     so " café" puts the two bytes of "é" on the network, as in the lesson's practice.
     """
-    events = [": ping"] if heartbeat else []
-    events += ["data: " + json.dumps({"delta": t}, ensure_ascii=False) for t in tokens]
-    events.append("data: [DONE]")
-    return (BLANK_LINE.join(events) + BLANK_LINE).encode("utf-8")
+    return exercises_ref.practice_wire(tokens, heartbeat=heartbeat)
 
 
 def worked_example() -> tuple[bytes, tuple[int, int]]:
@@ -91,6 +125,14 @@ def _decode_incrementally(held: bytes, chunk: bytes) -> tuple[str, bytes]:
     return text, decoder.getstate()[0]
 
 
+def _check_knobs(decode: str, loop: str) -> None:
+    """Raise ValueError unless decode and loop name one of the reader's variants."""
+    if decode not in ("incremental", "per-chunk"):
+        raise ValueError(f"decode must be 'incremental' or 'per-chunk', got {decode!r}")
+    if loop not in ("while", "if"):
+        raise ValueError(f"loop must be 'while' or 'if', got {loop!r}")
+
+
 def feed_reader(
     state: ReaderState, chunk: bytes, *, decode: str = "incremental", loop: str = "while"
 ) -> Fed:
@@ -103,14 +145,11 @@ def feed_reader(
     chunk on its own (raises UnicodeDecodeError on a split character) and
     loop="if" handles at most one event per arrival. Bad JSON raises ValueError.
     """
+    _check_knobs(decode, loop)
     if decode == "incremental":
         new_text, held = _decode_incrementally(state.held_bytes, chunk)
-    elif decode == "per-chunk":
-        new_text, held = chunk.decode("utf-8"), b""
     else:
-        raise ValueError(f"decode must be 'incremental' or 'per-chunk', got {decode!r}")
-    if loop not in ("while", "if"):
-        raise ValueError(f"loop must be 'while' or 'if', got {loop!r}")
+        new_text, held = chunk.decode("utf-8"), b""
     buffer, text, done, count = state.buffer + new_text, state.text, state.done, state.events
     events: list[str] = []
     deltas: list[str] = []
@@ -134,11 +173,15 @@ def feed_reader(
 def lesson_read_stream(
     chunks: Iterable[bytes], *, decode: str = "incremental", loop: str = "while"
 ) -> tuple[str, bool]:
-    """Return (text, complete) for lesson-dialect chunks, read with the lesson's client loop."""
-    state = ReaderState()
-    for chunk in chunks:
-        state = feed_reader(state, chunk, decode=decode, loop=loop).state
-    return state.text, state.done
+    """Return (text, complete) for lesson-dialect chunks, read with the lesson's client loop.
+
+    The reader itself is exercises_ref.practice_reader (the one exercise 3 grades
+    against); this wrapper names its two switches the way feed_reader does.
+    """
+    _check_knobs(decode, loop)
+    return exercises_ref.practice_reader(
+        chunks, decode_each_chunk=decode == "per-chunk", if_not_while=loop == "if"
+    )
 
 
 def read_chunk_as_events(chunks: Iterable[bytes]) -> tuple[str, bool]:
@@ -1263,6 +1306,18 @@ def side_by_side_html(prompt: str = llm.RUNNING_PROMPT, *, last: int = 4) -> str
     return (
         '<div class="lk-side-by-side" style="display:flex;gap:12px">' + "".join(columns) + "</div>"
     )
+
+
+def side_by_side_text(prompt: str = llm.RUNNING_PROMPT, *, last: int = 4) -> str:
+    """Return the last `last` writes of the OpenAI and Anthropic streams as text (⏎ = newline).
+
+    The plain-text twin of side_by_side_html, one dialect after the other.
+    """
+    lines = []
+    for dialect in ("openai", "anthropic"):
+        lines.append(f"{dialect} (last {last} writes)")
+        lines += ["  " + show_newlines(row.raw) for row in wire_rows(dialect, prompt)[-last:]]
+    return "\n".join(lines)
 
 
 # ## 02 · Deltas: append, never replace

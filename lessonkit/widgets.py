@@ -283,25 +283,35 @@ def timeline_explorer(
         k: _readout(f"lk-timeline-{k}") for k in ("t", "ttft", "blocking", "total", "visible")
     }
 
+    # One full figure per change of speeds; a tick of t only moves the "now" marker
+    # (plots.TimelinePlot), so Play's 100 ms ticks do not queue up behind drawing.
+    state: dict = {"figure": None, "rescaling": False}
+
     def params() -> dict:
         return {name: slider.value for name, slider in sliders.items()}
 
-    def rescale(_=None) -> None:
-        t_max = int(explore.timeline_t_max_ms(**params()))
-        t.max, t.step = t_max, max(1, t_max // 100)
-
-    def redraw(_=None) -> None:
+    def show_time(_=None) -> None:
+        if state["rescaling"]:  # t.max is moving: new_speeds draws once when it is done
+            return
         view = explore.timeline_view(t.value, **params())
         _fill(readouts, explore.timeline_readouts(view))
         screens.value = explore.timeline_panes_html(view)
-        plot.value = _png_bytes(plots.plot_timeline(view))
+        plot.value = state["figure"].png_at(view.t_ms)
 
-    rescale()
+    def new_speeds(_=None) -> None:
+        t_max = int(explore.timeline_t_max_ms(**params()))
+        state["rescaling"] = True
+        try:
+            t.max, t.step = t_max, max(1, t_max // 100)
+        finally:
+            state["rescaling"] = False
+        state["figure"] = plots.TimelinePlot(explore.timeline_view(t.value, **params()))
+        show_time()
+
     for slider in sliders.values():
-        slider.observe(rescale, "value")
-        slider.observe(redraw, "value")
-    t.observe(redraw, "value")
-    redraw()
+        slider.observe(new_speeds, "value")
+    t.observe(show_time, "value")
+    new_speeds()
     box = widgets.VBox(
         [
             widgets.HBox([sliders["prefill_ms"], sliders["per_token_ms"]]),

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lessonkit import explore, llm, network, sse, widgets
+from lessonkit import explore, llm, network, plots, sse, widgets
 from lessonkit.explore import (
     cancel_view,
     decode_steps,
@@ -345,6 +345,40 @@ def test_timeline_explorer_draws_a_png():
     assert _find(box, "lk-timeline-plot").value[:4] == b"\x89PNG"
 
 
+def _count_timeline_drawing(monkeypatch):
+    """Count full figure draws (TimelinePlot built) and frames (png_at) of the timeline plot."""
+    counts = {"figures": 0, "frames": 0}
+
+    class CountingPlot(plots.TimelinePlot):
+        def __init__(self, view, **kwargs):
+            counts["figures"] += 1
+            super().__init__(view, **kwargs)
+
+        def png_at(self, t_ms):
+            counts["frames"] += 1
+            return super().png_at(t_ms)
+
+    monkeypatch.setattr(plots, "TimelinePlot", CountingPlot)
+    return counts
+
+
+def test_timeline_explorer_moving_t_draws_a_frame_but_not_a_new_figure(monkeypatch):
+    counts = _count_timeline_drawing(monkeypatch)
+    box = widgets.timeline_explorer(t_ms=0)
+    for t_ms in (100, 200, 300):
+        _find(box, "lk-t-ms").value = t_ms
+    assert counts == {"figures": 1, "frames": 4}
+
+
+def test_timeline_explorer_draws_once_when_a_speed_change_also_clamps_t(monkeypatch):
+    counts = _count_timeline_drawing(monkeypatch)
+    box = widgets.timeline_explorer(n_tokens=500, t_ms=15_000)
+    _find(box, "lk-n-tokens").value = 6  # t.max shrinks below t: the slider clamps t
+    assert counts == {"figures": 2, "frames": 2}
+    assert _find(box, "lk-t-ms").value <= _find(box, "lk-t-ms").max
+    assert "6 of 6" in _find(box, "lk-timeline-visible").value
+
+
 def test_cancel_explorer_updates_savings_when_the_stop_moves():
     box = widgets.cancel_explorer()
     _find(box, "lk-cancel-at-ms").value = 10_000
@@ -378,3 +412,12 @@ def test_fitting_the_formula_recovers_prefill_and_per_token():
 def test_long_chunk_data_is_shortened_in_the_description():
     step = parse_chunked(encode_chunked([b"x" * 500]))[0]
     assert len(step.describe()) < 120 and "..." in step.describe()
+
+
+def test_side_by_side_text_shows_the_same_last_writes_as_the_html():
+    text = explore.side_by_side_text(last=2)
+    assert text.splitlines()[0] == "openai (last 2 writes)"
+    assert "  data: [DONE]⏎⏎" in text
+    assert '  event: message_stop⏎data: {"type":"message_stop"}⏎⏎' in text
+    html_text = explore.side_by_side_html(last=2)
+    assert "message_stop" in html_text and "[DONE]" in html_text

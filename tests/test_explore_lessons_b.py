@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from lessonkit import browser_demo, explore, network, plots, render, widgets
+from lessonkit import browser_demo, exercises_ref, explore, network, plots, render, widgets
 from lessonkit.client import read_stream
 
 WIRE = explore.lesson_wire()
@@ -82,6 +82,33 @@ def test_lesson_reader_gives_the_same_text_for_random_cuts(seed):
 def test_unknown_decode_mode_is_a_value_error_naming_the_choices():
     with pytest.raises(ValueError, match="incremental"):
         explore.feed_reader(explore.ReaderState(), b"", decode="latin-1")
+
+
+def test_unknown_loop_mode_of_the_whole_stream_reader_is_a_value_error():
+    with pytest.raises(ValueError, match="'while' or 'if'"):
+        explore.lesson_read_stream([WIRE], loop="for")
+
+
+def test_lesson_wire_and_reader_are_the_graded_practice_wire_and_reader():
+    assert WIRE == exercises_ref.practice_wire(explore.PRACTICE_TOKENS)
+    for size in (1000, 16, 7):
+        chunks = network.cut(WIRE, size)
+        assert explore.lesson_read_stream(chunks, loop="if") == exercises_ref.practice_reader(
+            chunks, if_not_while=True
+        )
+
+
+def _step_through(chunks, **knobs):
+    state = explore.ReaderState()
+    for chunk in chunks:
+        state = explore.feed_reader(state, chunk, **knobs).state
+    return state.text, state.done
+
+
+@pytest.mark.parametrize("loop", ["while", "if"])
+def test_the_stepped_reader_agrees_with_the_whole_stream_reader_at_every_cut(loop):
+    for chunks in network.every_cut(WIRE):
+        assert _step_through(chunks, loop=loop) == explore.lesson_read_stream(chunks, loop=loop)
 
 
 # --- the classic bugs ------------------------------------------------------------------------
@@ -370,6 +397,15 @@ def test_browser_demo_strips_a_trailing_slash_from_the_base_url():
 def test_browser_demo_description_names_both_browser_apis():
     text = browser_demo.describe("http://127.0.0.1:8000")
     assert "new EventSource" in text and "getReader" in text
+
+
+def test_browser_demo_description_leaves_the_port_out_by_default():
+    assert "127.0.0.1:<port>/v1/stream" in browser_demo.describe()
+
+
+def test_browser_demo_repr_shows_no_memory_address_and_no_port():
+    text = repr(browser_demo.BrowserStreamDemo("http://127.0.0.1:8000"))
+    assert text.startswith("BrowserStreamDemo(") and "0x" not in text and "8000" not in text
 
 
 # --- checks at the end, strict JSON ----------------------------------------------------------

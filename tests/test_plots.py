@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from matplotlib.text import Text
 
 from lessonkit import explore, plots
@@ -21,6 +22,47 @@ def test_timeline_plot_marks_ttft_and_total_with_units():
     text = _texts(fig)
     assert "TTFT 340 ms" in text and "total 540 ms" in text and "(ms)" in text
     assert tuple(fig.get_size_inches()) == (8, 3.0)
+
+
+def _pixels(png: bytes):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def test_timeline_frame_with_the_moved_marker_equals_a_full_redraw_away_from_the_marker():
+    # Only the stacking differs: the frame draws the marker on top of the "total" label.
+    frames = plots.TimelinePlot(explore.timeline_view(400))
+    moved = _pixels(frames.png_at(500))
+    ax = frames.figure.axes[0]
+    marker = next(line for line in ax.lines if line.get_gid() == "timeline-now")
+    marker.set_animated(False)
+    marker.set_xdata([500, 500])
+    frames.figure.canvas.draw()
+    full = np.asarray(frames.figure.canvas.buffer_rgba())
+    assert moved.shape == full.shape
+    marker_column = ax.transData.transform((500, 0))[0]
+    differing_columns = np.nonzero((moved != full).any(axis=(0, 2)))[0]
+    assert all(abs(column - marker_column) <= 2 for column in differing_columns)
+
+
+def test_timeline_frames_differ_when_t_moves_and_repeat_when_it_does_not():
+    frames = plots.TimelinePlot(explore.timeline_view(400))
+    assert frames.png_at(300) != frames.png_at(450)
+    assert frames.png_at(300) == frames.png_at(300)
+
+
+def test_moving_the_timeline_marker_does_not_redraw_the_whole_figure(monkeypatch):
+    frames = plots.TimelinePlot(explore.timeline_view(400))
+
+    def no_full_draw(*args, **kwargs):
+        raise AssertionError("png_at drew the whole figure")
+
+    monkeypatch.setattr(frames.figure.canvas, "draw", no_full_draw)
+    assert frames.png_at(480)[:4] == b"\x89PNG"
 
 
 def test_timeline_plot_shows_latency_only_when_there_is_some():
