@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -36,7 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from lessonkit.server import BackgroundServer, add_bind_options, serve_forever
+from lessonkit.server import add_bind_options, serve_forever, serving
 
 __all__ = ["configure_parser", "create_proxy_app", "main", "running_proxy"]
 
@@ -267,12 +268,8 @@ def running_proxy(
 ) -> Iterator[str]:
     """Yield the base URL of a proxy to `upstream` running in a background thread."""
     app = create_proxy_app(upstream, buffer=buffer, honor_accel_buffering=honor_accel_buffering)
-    background = BackgroundServer(app, on_stop=app.state.proxy.close_soon)
-    url = background.start()
-    try:
+    with serving(app, on_stop=app.state.proxy.close_soon) as url:
         yield url
-    finally:
-        background.stop()
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -309,7 +306,7 @@ def main(args: argparse.Namespace) -> int:
             args.upstream, buffer=args.buffer, honor_accel_buffering=args.honor_x_accel_buffering
         )
     except ValueError as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     mode = "buffering" if args.buffer else "pass-through"
     return serve_forever(

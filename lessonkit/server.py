@@ -40,6 +40,8 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import dataclasses
+import errno
 import ipaddress
 import itertools
 import json
@@ -82,6 +84,7 @@ MODEL = "lessonkit-sim"
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: larger request bodies get 413
 MAX_DELAY_MS = 600_000.0  # no query parameter may ask for a pause longer than 10 minutes
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+MAX_PORT = 65535
 
 # Why each streaming header is there:
 STREAM_HEADERS = [
@@ -111,6 +114,42 @@ class Settings:
     max_body_bytes: int = MAX_BODY_BYTES
     retry_ms: int = 3000
     model: str = MODEL
+
+    def __post_init__(self) -> None:
+        """Refuse values the server could not use, so the mistake shows here, not per request."""
+        for name in ("prefill_ms", "per_token_ms", "jitter_ms"):
+            check_milliseconds(name, getattr(self, name))
+        for name, low in (("seed", None), ("max_body_bytes", 1), ("retry_ms", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+            if low is not None and value < low:
+                raise ValueError(f"{name} must be {low} or more, got {value!r}")
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ValueError(f"model must be a non-empty string, got {self.model!r}")
+
+    @classmethod
+    def from_options(cls, **options: Any) -> Settings:
+        """Return Settings from options; an unknown name is a TypeError naming the valid ones."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = [name for name in options if name not in names]
+        if unknown:
+            raise TypeError(
+                f"unknown server option {unknown[0]!r}; the options are: {', '.join(names)}"
+            )
+        return cls(**options)
+
+
+def check_milliseconds(name: str, value: Any) -> float:
+    """Return `value` if it is a usable duration (a finite number of ms, 0 to MAX_DELAY_MS)."""
+    number = not isinstance(value, bool) and isinstance(value, (int, float))
+    if not number or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a number of milliseconds, 0 or more, got {value!r}")
+    if value > MAX_DELAY_MS:
+        raise ValueError(
+            f"{name} must be at most {MAX_DELAY_MS:.0f} ms (10 minutes), got {value!r}"
+        )
+    return value
 
 
 @dataclass
@@ -145,7 +184,7 @@ class BadRequest(Exception):
 
 
 _OPENAI_CODES = {404: "unknown_url", 405: "method_not_allowed", 413: "request_too_large"}
-_ANTHROPIC_TYPES = {404: "not_found_error", 413: "request_too_large"}
+_ANTHROPIC_TYPES = {404: "not_found_error", 413: "request_too_large", 500: "api_error"}
 
 
 def error_response(path: str, status: int, message: str, param: str | None = None) -> JSONResponse:
@@ -160,7 +199,7 @@ def error_response(path: str, status: int, message: str, param: str | None = Non
     else:
         error = {
             "message": message,
-            "type": "invalid_request_error",
+            "type": "server_error" if status >= 500 else "invalid_request_error",
             "param": param,
             "code": _OPENAI_CODES.get(status),
         }
@@ -171,6 +210,16 @@ def error_response(path: str, status: int, message: str, param: str | None = Non
 async def _on_bad_request(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, BadRequest)
     return error_response(request.url.path, exc.status, exc.message, exc.param)
+
+
+async def _on_unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    """The last resort: a bug in the server still answers in the API's JSON error style.
+
+    Bad input never gets here (every parameter is checked and becomes a 4xx). Starlette
+    logs the traceback after this response is sent, because a bug should be seen.
+    """
+    message = f"The lessonkit server failed ({type(exc).__name__}); this is a bug in lessonkit"
+    return error_response(request.url.path, 500, message)
 
 
 async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
@@ -209,7 +258,23 @@ async def read_json_body(request: Request, max_body_bytes: int) -> dict[str, Any
         raise BadRequest(f"Request body is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise BadRequest(f"Request body must be a JSON object, not {type(value).__name__}")
+    _check_unicode(value)
     return value
+
+
+def _check_unicode(value: Any) -> None:
+    """Raise BadRequest if a JSON value holds a lone surrogate escape such as \\ud800.
+
+    JSON allows such escapes but they are not text: no UTF-8 encoding exists for them,
+    and the simulated model hashes the prompt's UTF-8 bytes.
+    """
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest(
+            "The JSON contains an unpaired surrogate escape (\\ud800-\\udfff), "
+            "which is not valid Unicode text"
+        ) from None
 
 
 def _field(body: dict, name: str, kinds: tuple[type, ...], *, required: bool = False) -> Any:
@@ -752,7 +817,7 @@ async def event_stream(request: Request) -> TimedResponse | Response:
     last_id = request.headers.get("last-event-id") or query.get("last_event_id") or ""
     resume_after_id = None
     if last_id.strip():
-        if not last_id.strip().isdigit():
+        if not last_id.strip().isascii() or not last_id.strip().isdigit():
             raise BadRequest(
                 f"Last-Event-ID must be a token index, got {last_id!r}", param="last_event_id"
             )
@@ -903,6 +968,7 @@ def _ws_prompt(first_message: str, max_tokens: int | None) -> tuple[str, int | N
         return first_message, max_tokens
     if not isinstance(value, dict):
         return first_message, max_tokens
+    _check_unicode(value)
     prompt = _field(value, "prompt", (str,), required=True)
     return prompt, _positive_int(value, "max_tokens") or max_tokens
 
@@ -980,7 +1046,11 @@ def create_app(settings: Settings | None = None) -> Starlette:
             max_age=600,
         ),
     ]
-    handlers = {BadRequest: _on_bad_request, HTTPException: _on_http_exception}
+    handlers = {
+        BadRequest: _on_bad_request,
+        HTTPException: _on_http_exception,
+        Exception: _on_unexpected_error,
+    }
     app = Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)
     app.state.lessonkit = state
     return app
@@ -1002,6 +1072,8 @@ logging.getLogger("uvicorn.error").addFilter(_DROP_FILTER)
 
 def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """Return a listening TCP socket; port 0 lets the OS pick a free port."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= MAX_PORT:
+        raise ValueError(f"port must be an integer from 0 to {MAX_PORT}, got {port!r}")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # Naming IPPROTO_TCP matters: asyncio only switches Nagle's algorithm off on
     # sockets whose proto says TCP. With Nagle on, a small write (one token) waits
@@ -1134,24 +1206,38 @@ class BackgroundServer:
 
 
 @contextlib.contextmanager
+def serving(app: Any, *, on_stop: Callable[[], None] | None = None) -> Iterator[str]:
+    """Yield the base URL of `app` served on a free loopback port for the with-block.
+
+    Shared by running() and lessonkit.proxy.running_proxy(); `on_stop` runs on the
+    server's loop when the block ends, before uvicorn shuts down.
+    """
+    background = BackgroundServer(app, on_stop=on_stop)
+    url = background.start()
+    try:
+        yield url
+    finally:
+        background.stop()
+
+
+@contextlib.contextmanager
 def running(prefill_ms: float = 300, per_token_ms: float = 40, **options: Any) -> Iterator[str]:
     """Yield the base URL ("http://127.0.0.1:PORT") of a server running in the background.
 
     The server lives as long as the with-block, on a free port of the loopback
     interface, in a thread with its own event loop (so it works inside Jupyter).
     It stops when the block ends, also when a cell is interrupted. Other options
-    are Settings fields (jitter_ms, seed, max_body_bytes, retry_ms, model)::
+    are Settings fields (jitter_ms, seed, max_body_bytes, retry_ms, model). A value
+    the server could not use (a negative or non-numeric time, an unknown option)
+    raises here, before anything starts::
 
         with running(prefill_ms=300, per_token_ms=40) as url:
             httpx.get(url + "/v1/stream?prompt=hi")
     """
-    app = create_app(Settings(prefill_ms=prefill_ms, per_token_ms=per_token_ms, **options))
-    background = BackgroundServer(app, on_stop=app.state.lessonkit.hang_up_all)
-    url = background.start()
-    try:
+    settings = Settings.from_options(prefill_ms=prefill_ms, per_token_ms=per_token_ms, **options)
+    app = create_app(settings)
+    with serving(app, on_stop=app.state.lessonkit.hang_up_all) as url:
         yield url
-    finally:
-        background.stop()
 
 
 # --------------------------------------------------------------------------- command line
@@ -1167,6 +1253,36 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def port_number(text: str) -> int:
+    """Return `text` as a TCP port (0-65535); argparse shows the error otherwise."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(
+            f"must be a port number from 0 to {MAX_PORT} (0 picks a free one), got {text!r}"
+        )
+    return port
+
+
+def milliseconds(text: str) -> float:
+    """Return `text` as a duration in ms (finite, 0 or more); argparse shows the error otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of milliseconds, 0 or more, got {text!r}"
+        )
+    if value > MAX_DELAY_MS:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_DELAY_MS:.0f} ms (10 minutes), got {text!r}"
+        )
+    return value
+
+
 def add_bind_options(parser: argparse.ArgumentParser, default_port: int) -> None:
     """Add --host and --port (shared with lessonkit proxy)."""
     parser.add_argument(
@@ -1174,7 +1290,7 @@ def add_bind_options(parser: argparse.ArgumentParser, default_port: int) -> None
     )
     parser.add_argument(
         "--port",
-        type=int,
+        type=port_number,
         default=default_port,
         help=f"port to listen on; 0 picks a free one (default {default_port})",
     )
@@ -1185,14 +1301,17 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the options of `lessonkit serve`."""
     add_bind_options(parser, 8000)
     parser.add_argument(
-        "--prefill-ms", type=float, default=300.0, help="time before the first token (default 300)"
+        "--prefill-ms",
+        type=milliseconds,
+        default=300.0,
+        help="time before the first token (default 300)",
     )
     parser.add_argument(
-        "--per-token-ms", type=float, default=40.0, help="time between tokens (default 40)"
+        "--per-token-ms", type=milliseconds, default=40.0, help="time between tokens (default 40)"
     )
     parser.add_argument(
         "--jitter-ms",
-        type=float,
+        type=milliseconds,
         default=0.0,
         help="seeded random variation of each token time (default 0)",
     )
@@ -1217,7 +1336,11 @@ def serve_forever(app: Any, host: str, port: int, what: str, quiet: bool) -> int
     try:
         sock = bind_socket(host, port)
     except OSError as exc:
-        print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        if exc.errno == errno.EADDRINUSE:
+            reason = f"port {port} is in use; pick another with --port, or --port 0 for a free one"
+        else:
+            reason = exc.strerror or str(exc)
+        print(f"error: cannot listen on {host}:{port}: {reason}", file=sys.stderr)
         return 1
     print(f"lessonkit {what} listening on {url_of(sock)}  (Ctrl+C to stop)", flush=True)
     config = _uvicorn_config(

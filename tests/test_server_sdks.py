@@ -1,10 +1,11 @@
 """The official SDKs, httpx-sse and curl against lessonkit serve, with timing seen at the client.
 
 The session server runs at prefill 200 ms and 50 ms per token, so the first token
-is due 250 ms after the request. Timing checks accept [0.9 x, +150 ms] for the first
-token and a median gap within [0.6, 1.5] x per_token_ms: loose enough for a busy
+is due 250 ms after the request. Timing checks accept [0.9 x, +300 ms] for the first
+token and a median gap within [0.5, 1.6] x per_token_ms: loose enough for a busy
 2-core machine, tight enough to fail if a buffer holds the tokens back (the gaps
-would collapse to ~0 and the first token would come at the end).
+would collapse to ~0 and the first token would come at the end, 800 ms, well past
+the 550 ms the first-token bound allows).
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ def assert_paced(server_pace_ms):
         ttft_from_send_ms = (token_arrivals_s[0] - (start_s if sent_s is None else sent_s)) * 1000
         due_ms = prefill_ms + per_token_ms
         assert ttft_from_send_ms >= 0.9 * due_ms, f"first token after {ttft_from_send_ms:.0f} ms"
-        assert ttft_ms <= due_ms + 150, f"first token after {ttft_ms:.0f} ms"
+        assert ttft_ms <= due_ms + 300, f"first token after {ttft_ms:.0f} ms"
         gaps_ms = [
             (b - a) * 1000 for a, b in zip(token_arrivals_s[:-1], token_arrivals_s[1:], strict=True)
         ]
         median_ms = statistics.median(gaps_ms)
-        low, high = 0.6 * per_token_ms, 1.5 * per_token_ms
+        low, high = 0.5 * per_token_ms, 1.6 * per_token_ms
         assert low <= median_ms <= high, f"median gap {median_ms:.1f} ms, gaps {gaps_ms}"
 
     return check
