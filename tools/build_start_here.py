@@ -70,7 +70,7 @@ The solutions live in `solutions/`. Try first: the course is built so that the c
 
 ```bash
 make test                                   # every test: unit, notebooks, browser
-pytest --nbval --nbval-current-env --nbval-sanitize-with nbval-sanitize.cfg notebooks solutions
+pytest --nbval notebooks solutions           # the lessons and solutions, outputs compared
 lessonkit grade submissions/ --out grades.csv --feedback feedback/
 ```
 
