@@ -1,6 +1,9 @@
-"""Fixtures for the browser tests: one JupyterLab and one Chromium per session, a page per test.
+"""Fixtures for the browser tests: one JupyterLab, one Chromium and one JupyterLab page per session.
 
-On a failing test the page's screenshot and console log go to test-artifacts/.
+The page loads the JupyterLab application once; each test opens its notebook as the only
+document in it and shuts that notebook's kernel down afterwards (loading the application
+for every notebook would cost seconds each). A crashed page is replaced before the next
+test. On a failing test the page's screenshot and console log go to test-artifacts/.
 """
 
 from __future__ import annotations
@@ -76,33 +79,40 @@ def browser() -> Iterator[Any]:
 class WatchedPage:
     """The session's page, with its console log kept for the artifacts of a failing test."""
 
-    context: Any
-    page: Any
+    browser: Any
+    context: Any = None
+    page: Any = None
     console_lines: list[str] = field(default_factory=list)
+    crashed: bool = False
 
-    @classmethod
-    def open(cls, browser: Any) -> WatchedPage:
-        """Return a new page in a fresh browser context, its console recorded."""
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(60_000)
-        watched = cls(context, context.new_page())
-        watched.page.on("console", lambda m: watched.console_lines.append(f"[{m.type}] {m.text}"))
-        watched.page.on("pageerror", lambda e: watched.console_lines.append(f"[pageerror] {e}"))
-        return watched
+    def open(self, lab: LabServer) -> None:
+        """Open a new page in a fresh browser context, its console recorded, and load JupyterLab."""
+        if self.context is not None:
+            self.context.close()
+        self.context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.context.set_default_timeout(60_000)
+        self.page = self.context.new_page()
+        self.crashed = False
+        self.page.on("console", lambda m: self.console_lines.append(f"[{m.type}] {m.text}"))
+        self.page.on("pageerror", lambda e: self.console_lines.append(f"[pageerror] {e}"))
+        self.page.on("crash", lambda _: setattr(self, "crashed", True))
+        open_lab(self.page, lab)
 
 
 @pytest.fixture(scope="session")
 def lab_page(browser: Any, lab: LabServer) -> Iterator[WatchedPage]:
     """One JupyterLab page for the whole session: the application loads once."""
-    watched = WatchedPage.open(browser)
-    open_lab(watched.page, lab)
+    watched = WatchedPage(browser)
+    watched.open(lab)
     yield watched
     watched.context.close()
 
 
 @pytest.fixture
-def page(lab_page: WatchedPage, request: pytest.FixtureRequest) -> Iterator[Any]:
+def page(lab_page: WatchedPage, lab: LabServer, request: pytest.FixtureRequest) -> Iterator[Any]:
     """The JupyterLab page, for one test: screenshot and console saved if the test fails."""
+    if lab_page.crashed or lab_page.page.is_closed():
+        lab_page.open(lab)
     first_line = len(lab_page.console_lines)
     yield lab_page.page
     report = getattr(request.node, "report_call", None)
