@@ -14,7 +14,7 @@ LINTED := lessonkit tests bench notebooks solutions exercises
 # Plots must reach notebooks inline; an inherited MPLBACKEND=Agg hides them.
 unexport MPLBACKEND
 
-.PHONY: lab test lint unit notebooks exercises-check assign bench clean setup
+.PHONY: lab test lint unit notebooks browser assign bench clean setup
 
 setup: $(STAMP) $(SETTINGS)
 
@@ -49,14 +49,19 @@ lint: setup
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 
+# The browser tests run in a pytest process of their own: Playwright's sync API keeps an
+# event loop running in the main thread, which would break later tests that use asyncio.run.
 unit: setup
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests --ignore=tests/browser
+
+browser: setup
+	$(BIN)/pytest tests/browser
 
 notebooks: setup
 	$(BIN)/pytest --nbval $(NBVAL) notebooks solutions
 	$(BIN)/pytest --nbval-lax $(NBVAL) exercises
 
-test: lint unit notebooks
+test: lint unit notebooks browser
 
 # exercises/ is generated from solutions/: regenerate after editing a solution.
 assign: setup
