@@ -253,6 +253,22 @@ def decode_loop_player(
     return box
 
 
+def _round_step(step: int) -> int:
+    """Return the largest 1, 2 or 5 x 10^k that is <= step (at least 1).
+
+    A round slider step keeps round start values (t = 400 ms) on the slider's grid, so the
+    browser does not snap them to a neighbour.
+    """
+    best = 1
+    scale = 1
+    while scale <= step:
+        for factor in (1, 2, 5):
+            if factor * scale <= step:
+                best = factor * scale
+        scale *= 10
+    return best
+
+
 def timeline_explorer(
     *,
     prefill_ms: int = 300,
@@ -302,7 +318,7 @@ def timeline_explorer(
         t_max = int(explore.timeline_t_max_ms(**params()))
         state["rescaling"] = True
         try:
-            t.max, t.step = t_max, max(1, t_max // 100)
+            t.max, t.step = t_max, _round_step(t_max // 100)
         finally:
             state["rescaling"] = False
         state["figure"] = plots.TimelinePlot(explore.timeline_view(t.value, **params()))

@@ -421,3 +421,28 @@ def test_side_by_side_text_shows_the_same_last_writes_as_the_html():
     assert '  event: message_stop⏎data: {"type":"message_stop"}⏎⏎' in text
     html_text = explore.side_by_side_html(last=2)
     assert "message_stop" in html_text and "[DONE]" in html_text
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [(0, 1), (1, 1), (4, 2), (6, 5), (19, 10), (20, 20), (203, 200), (999, 500)],
+)
+def test_the_timeline_time_slider_step_is_a_round_number_so_round_times_stay_on_its_grid(
+    step, expected
+):
+    from lessonkit.widgets import _round_step
+
+    assert _round_step(step) == expected
+
+
+def _descendants(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _descendants(child)
+
+
+def test_the_timeline_explorer_keeps_its_start_time_on_the_slider_grid():
+    box = widgets.timeline_explorer(t_ms=400)
+    sliders = [w for w in _descendants(box) if "lk-t-ms" in getattr(w, "_dom_classes", ())]
+    assert len(sliders) == 1
+    assert sliders[0].value == 400 and sliders[0].value % sliders[0].step == 0
