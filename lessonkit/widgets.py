@@ -21,7 +21,7 @@ from lessonkit import explore, llm, plots, render, timeline
 
 def _readout(css_class: str) -> widgets.HTML:
     """Return an empty readout: an HTML widget with a stable CSS class for browser tests."""
-    readout = widgets.HTML()
+    readout = widgets.HTML(layout=widgets.Layout(margin="0 1.5em 0 0"))  # room between readouts
     readout.add_class("lk-readout")
     readout.add_class(css_class)
     return readout
@@ -291,6 +291,7 @@ def timeline_explorer(
     }
     for name, slider in sliders.items():
         slider.add_class("lk-" + name.replace("_", "-"))
+        slider.style.description_width = "initial"  # show "per token ms" in full
     t = widgets.IntSlider(t_ms, 0, 10**9, 1, description="t (ms)")
     t.add_class("lk-t-ms")
     screens = _readout("lk-timeline-screens")
