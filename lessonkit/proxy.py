@@ -1,16 +1,18 @@
 """A small reverse proxy that either holds a streamed response back or passes it through.
 
 Between a chat app and the model there is often a reverse proxy (Nginx, a load
-balancer, an API gateway). Many of them collect the upstream response in a
-buffer before sending it on; Nginx does so by default (``proxy_buffering on``).
-For an ordinary page that is harmless. For a token stream it is the classic
+balancer, an API gateway). Many of them read the upstream response into buffers
+and send it on only when the buffers fill or the response ends; Nginx does so by
+default (``proxy_buffering on``, with ``proxy_buffers`` of a few kilobytes). For an
+ordinary page that is harmless. A token stream is small, so it never fills them. For a token stream it is the classic
 mistake: the server flushes every token on time, the proxy keeps them, and the
 user sees the whole answer arrive in one burst at the end.
 
     lessonkit proxy --upstream http://127.0.0.1:8000 --buffer      # the mistake
     lessonkit proxy --upstream http://127.0.0.1:8000 --no-buffer   # the fix
 
-``--buffer`` reads the whole upstream body before sending a byte; ``--no-buffer``
+``--buffer`` models the short-answer case: it reads the whole upstream body before
+sending a byte; ``--no-buffer``
 writes each piece downstream as soon as it arrives. In a notebook::
 
     with running_proxy(server_url, buffer=True) as proxy_url:
@@ -283,7 +285,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         dest="buffer",
         action="store_true",
         default=True,
-        help="hold each response until it is complete (Nginx's default; the default)",
+        help="hold each response until it is complete, as Nginx's buffers do with a short "
+        "answer (the default)",
     )
     mode.add_argument(
         "--no-buffer",

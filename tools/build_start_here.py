@@ -27,7 +27,7 @@ across a network that cuts bytes wherever it likes, into the text on screen."""
         """## The course map
 
 The written lesson this course is built on is a 23-minute read. The **core path**
-(lessons 01-04 plus exercises 1-3) takes about an hour; the rest goes deeper.
+(lessons 01-04 plus exercises 1-3) takes a little over an hour; the rest goes deeper.
 
 | # | Notebook | What you learn | Minutes |
 |---|---|---|---|
@@ -47,7 +47,7 @@ The written lesson this course is built on is a 23-minute read. The **core path*
 | 5 | `ex5_resume` | resume a dropped stream from the local server with `Last-Event-ID` | 10 | 15 |
 | 6 | `ex6_parse_sse` | *stretch:* `parse_sse`, a full WHATWG event-stream parser | 25 | 30 |
 
-Core path: 00, 01, 02, 03, 04, exercises 1-3 (about 60 minutes). Then 05 and exercises 4-6."""
+Core path: 00, 01, 02, 03, 04, exercises 1-3 (about 70 minutes). Then 05 and exercises 4-6 (about 55 more)."""
     ),
     md(
         """## How the exercises work
