@@ -989,20 +989,21 @@ class ChunkStep:
     kind: str
 
     def describe(self, max_data_bytes: int = 64) -> str:
-        """Return one line: the hex size, its value and the data it frames (shortened)."""
+        """Return one line: where the step starts in the body, the hex size, its value, the data.
+
+        The start is a byte offset into the body ("at byte  219"), not a time.
+        The data is shortened to about max_data_bytes.
+        """
+        where = f"at byte {self.offset:>4}"
+        size_line = f"{self.size_line.decode('latin-1')!r:>6}"
         if self.kind == "last":
-            return (
-                f"@{self.offset:>4}  {self.size_line.decode('latin-1')!r:>6} = 0 bytes: end of body"
-            )
+            return f"{where}  {size_line} = 0 bytes: end of body"
         if self.kind == "incomplete":
-            return f"@{self.offset:>4}  incomplete: {len(self.data)} bytes wait for the rest"
+            return f"{where}  incomplete: {len(self.data)} bytes wait for the rest"
         data = self.data
         if len(data) > max_data_bytes:
             data = data[: max_data_bytes // 2] + b"..." + data[-max_data_bytes // 2 :]
-        return (
-            f"@{self.offset:>4}  {self.size_line.decode('latin-1')!r:>6} = {self.size:>3} bytes:"
-            f" {data!r}"
-        )
+        return f"{where}  {size_line} = {self.size:>3} bytes: {data!r}"
 
 
 def parse_chunked(body: bytes) -> list[ChunkStep]:

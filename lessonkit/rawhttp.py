@@ -228,9 +228,10 @@ def cancel_stream(
     settle_s: float = 5.0,
     timeout_s: float = 30.0,
 ) -> CancelResult:
-    """Read `after_tokens` deltas of a streamed answer from the local server, then hang up.
+    """Return the CancelResult of reading `after_tokens` deltas, then hanging up.
 
-    Polls /v1/stats (up to `settle_s`) until the server has noticed the hang-up: a
+    Streams an answer from the local server, hangs up after `after_tokens` deltas, and
+    polls /v1/stats (up to `settle_s`) until the server has noticed the hang-up: a
     server that stops on disconnect has generated about `after_tokens` tokens, not
     the whole answer.
     """

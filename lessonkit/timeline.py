@@ -2,7 +2,10 @@
 
 The lesson's model of one answer (all times in virtual milliseconds):
 
-    latency_ms                      the request travels and waits in a queue
+    latency_ms                      the network round trip: the request's trip there
+                                    (and any queue) + the response's trip back; every
+                                    token makes the trip back once, so the round trip is
+                                    added once to every visible time
     + prefill_ms                    the model reads the prompt
     + (i + 1) * per_token_ms        token i is ready (and, streamed, visible)
 
@@ -12,7 +15,8 @@ The lesson's model of one answer (all times in virtual milliseconds):
     measure(arrival_ms)             TTFT, total and the gaps between arrivals
     cancel_savings(...)             tokens not generated when the user presses Stop
 
-Phases of `frame(t)`: "waiting" before the model starts (t < latency_ms),
+Phases of `frame(t)`: "waiting" on the network (t < latency_ms; the model counts the whole
+round trip before the prefill, which shifts every visible time by the same amount),
 "prefill" while it reads the prompt, "decoding" while tokens come out,
 "done" once the last token is visible.
 """
@@ -88,6 +92,7 @@ def response_times(
 ) -> Timings:
     """Return the Timings of one answer: streamed first token, blocking first text, total.
 
+    latency_ms is the network round trip (request there + first bytes back), added once.
     Streaming shows token 0 at latency + prefill + per_token; blocking shows
     nothing until the last token exists, at latency + prefill + n * per_token.
     300, 40, 500 -> total 20,300 ms; 300, 40, 6 -> first 340 ms, total 540 ms.

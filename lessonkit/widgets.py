@@ -287,7 +287,7 @@ def timeline_explorer(
         "prefill_ms": widgets.IntSlider(prefill_ms, 0, 3000, 10, description="prefill ms"),
         "per_token_ms": widgets.IntSlider(per_token_ms, 1, 200, 1, description="per token ms"),
         "n_tokens": widgets.IntSlider(n_tokens, 1, 1000, 1, description="tokens"),
-        "latency_ms": widgets.IntSlider(latency_ms, 0, 1000, 10, description="latency ms"),
+        "latency_ms": widgets.IntSlider(latency_ms, 0, 1000, 10, description="round trip ms"),
     }
     for name, slider in sliders.items():
         slider.add_class("lk-" + name.replace("_", "-"))

@@ -203,6 +203,11 @@ def test_chunked_body_is_complete_only_after_the_final_crlf():
     assert [explore.chunked_complete(body[:-2]), explore.chunked_complete(body)] == [False, True]
 
 
+def test_each_chunk_description_starts_with_its_byte_offset_not_a_time():
+    steps = parse_chunked(b"3\r\nabc\r\n0\r\n\r\n")
+    assert [s.describe()[:12] for s in steps] == ["at byte    0", "at byte    8"]
+
+
 def test_a_bad_size_line_names_its_offset():
     with pytest.raises(ValueError, match="at byte 0"):
         parse_chunked(b"zz\r\n")
