@@ -54,7 +54,8 @@ from importlib import resources
 from typing import Any
 
 from lessonkit import exercises_ref as ref
-from lessonkit import llm, network
+from lessonkit import llm, network, sse
+from lessonkit.dialects import interpret
 
 __all__ = [
     "EXERCISES",
@@ -185,13 +186,22 @@ class FetchScript:
         return network.random_cuts(data, seed=self.seed * 101 + attempt, max_piece_bytes=24)
 
     def describe(self) -> str:
-        """Return the script in words, for feedback."""
-        text = "".join(self.tokens)
-        drops = ", ".join("none" if d is None else f"{d} bytes" for d in self.drops) or "none"
-        extra = f", ': ping' every {self.heartbeat_ms:g} ms" if self.heartbeat_ms else ""
+        """Return the call that replays this script in a notebook, and the answer in words.
+
+        ``resume(practice_fetch(drops=[72], tokens=(...), seed=2))`` serves exactly
+        the same chunks as the check did.
+        """
+        args = [f"drops={list(self.drops)!r}", f"tokens={self.tokens!r}", f"seed={self.seed}"]
+        if self.heartbeat_ms:
+            args.append(f"heartbeat_ms={self.heartbeat_ms:g}")
+        drops = [
+            f"connection {i} {'does not drop' if d is None else f'drops after {d} bytes'}"
+            for i, d in enumerate(self.drops, 1)
+        ]
+        drops.append("later ones bring the rest" if drops else "no connection drops")
         return (
-            f"answer {text!r}; connection drops after: {drops}; "
-            f"chunks cut with seed {self.seed}{extra}"
+            f"resume(practice_fetch({', '.join(args)}))\n"
+            f"            (answer {''.join(self.tokens)!r}; {', '.join(drops)})"
         )
 
 
@@ -221,6 +231,7 @@ class Case:
     args: tuple
     size: tuple = ()  # sort key: smaller cases run first
     control: tuple | None = None  # the same input without the rule's feature (see evaluate)
+    note: str = ""  # what the input is, in words, shown under it ("... without message_stop")
 
 
 @dataclass(frozen=True)
@@ -233,6 +244,7 @@ class Outcome:
     where: str | None = None  # the learner's line that raised, when known
     timed_out: bool = False
     requests: tuple | None = None  # resume: the Last-Event-ID of each fetch call
+    detail: str | None = None  # JSONDecodeError: the start of the text it could not parse
 
 
 @dataclass(frozen=True)
@@ -305,9 +317,13 @@ class Report:
         if self.problem:
             return "\n".join(lines)
         failed = [f for f in self.findings if not f.passed and not f.not_run]
-        for finding in failed:
+        if failed:
             lines.append("")
-            lines += _finding_lines(finding)
+            lines += _finding_lines(failed[0])
+        if len(failed) > 1:
+            lines.append("")
+            lines.append(ALSO_FAILING)
+            lines += [f"  - {_tag(f)}{f.rule}" for f in failed[1:]]
         not_run = [f for f in self.findings if f.not_run]
         if not_run:
             lines.append("")
@@ -320,6 +336,13 @@ class Report:
                 tag = "[hidden] " if finding.hidden else ""
                 lines.append(f"ok  {tag}{finding.rule} ({_count(finding.checked, 'input')})")
         return "\n".join(lines)
+
+
+ALSO_FAILING = "also failing (fix the one above first: these often share its cause):"
+
+
+def _tag(finding: Finding) -> str:
+    return "[hidden] " if finding.hidden else ""
 
 
 def _count(n: int, noun: str) -> str:
@@ -396,6 +419,11 @@ class Exercise:
     show_input: Callable[[Case], str] = field(default=lambda case: repr(case.args), repr=False)
     show_value: Callable[[Any], str] = field(default=lambda value: repr(value), repr=False)
     got_of: Callable[[Outcome], Any] = field(default=lambda outcome: outcome.value, repr=False)
+    # A hint picked from what came back (an error type, a telltale text), or None for the
+    # rule's own hint: so a learner with one bug reads the hint for that bug.
+    diagnose: Callable[[Case, Outcome], str | None] = field(
+        default=lambda case, outcome: None, repr=False
+    )
 
     def public_rules(self) -> tuple[Rule, ...]:
         """Return the rules a learner's check runs."""
@@ -424,10 +452,19 @@ def call_in_process(fn: Callable[..., Any], case: Case) -> Outcome:
             error_type=type(exc).__name__,
             where=learner_line(exc.__traceback__),
             requests=requests,
+            detail=error_detail(exc),
         )
     if fetch is not None:
         requests = tuple(fetch.requests)
     return Outcome(value=to_jsonable(value), requests=requests)
+
+
+def error_detail(exc: BaseException) -> str | None:
+    """Return the start of the text a JSONDecodeError could not parse (None for other errors)."""
+    doc = getattr(exc, "doc", None)
+    if isinstance(exc, ValueError) and isinstance(doc, str):
+        return doc[:200]
+    return None
 
 
 def learner_line(tb: Any) -> str | None:
@@ -494,15 +531,18 @@ def evaluate(
                 judged += 1
                 continue
             expected_value, got_text = problem
+            shown_input = _shorten(exercise.show_input(case))
+            if case.note:
+                shown_input += f"\n            ({case.note})"
             finding = Finding(
                 rule.name,
                 False,
                 rule.hidden,
                 checked,
-                shown_input=_shorten(exercise.show_input(case)),
+                shown_input=shown_input,
                 expected=_shorten(expected_value),
                 got=_shorten(got_text),
-                hint=rule.hint,
+                hint=_diagnosed(exercise, case, outcome) or rule.hint,
             )
             if _control_fails(exercise, case, outcome, run, call_limit_s):
                 deferred = deferred or finding
@@ -535,6 +575,13 @@ def evaluate(
         graded=hidden,
         has_hidden=any(rule.hidden for rule in exercise.rules),
     )
+
+
+def _diagnosed(exercise: Exercise, case: Case, outcome: Outcome) -> str | None:
+    try:
+        return exercise.diagnose(case, outcome)
+    except Exception:  # a diagnosis is a bonus: never let it break the report
+        return None
 
 
 def _control_fails(
@@ -625,10 +672,13 @@ def _type_name(value: Any) -> str:
 
 
 def _show_chunks(chunks: Sequence[bytes]) -> str:
+    """Return ``chunks = [...]``; a long list keeps its head and its tail (where streams end)."""
     total = sum(len(c) for c in chunks)
     text = f"chunks = {list(chunks)!r}"
     if len(text) > SHOWN_CHARS:
-        text = text[: SHOWN_CHARS - 60] + f" ... ({len(chunks)} chunks, {total} bytes in all)"
+        middle = f" ... ({len(chunks)} chunks, {total} bytes in all; the middle left out) ... "
+        keep = (SHOWN_CHARS - 40 - len(middle)) // 2
+        text = text[:keep] + middle + text[-keep:]
     return text
 
 
@@ -669,6 +719,10 @@ def _tuple_shape(name: str, parts: Sequence[tuple[str, tuple[type, ...]]]) -> Ca
     return shape
 
 
+def _noted(case: Case, note: str) -> Case:
+    return Case(case.rule, case.args, case.size, case.control, note)
+
+
 def _chunks_case(rule: str, chunks: Iterable[bytes]) -> Case:
     chunks = list(chunks)
     return Case(rule, (chunks,), (sum(len(c) for c in chunks), len(chunks)))
@@ -692,6 +746,57 @@ def _event_ends(data: bytes) -> list[int]:
 
 def _sizes(length: int) -> list[int]:
     return sorted(set(range(1, min(length, 48) + 1)) | set(range(48, length + 1, 17)) | {length})
+
+
+def _stream_diagnosis(dialect: str, hints: dict[str, str]) -> Callable[[Case, Outcome], str | None]:
+    """Return diagnose(case, outcome) for a stream reader returning (text, complete, ...).
+
+    ``hints`` maps a cause ("decode", "done_json", "comment", "chunk_not_event", "append",
+    "while") to the hint
+    for it. The cause is read from what came back: the exception type, the text json.loads
+    choked on, or a text that is only the last delta (replaced, not appended) or only the
+    first few deltas of a chunk holding more events (``if`` instead of ``while``).
+    """
+
+    def diagnose(case: Case, outcome: Outcome) -> str | None:
+        if outcome.error_type == "UnicodeDecodeError":
+            return hints.get("decode")
+        if outcome.error_type == "JSONDecodeError" and outcome.detail is not None:
+            doc = outcome.detail.strip()
+            if "\n\n" in doc:  # several events parsed as one: chunks taken for events
+                return hints.get("chunk_not_event")
+            if doc.startswith("[DONE]"):
+                return hints.get("done_json")
+            if doc.startswith(":"):
+                return hints.get("comment")
+            return None
+        got = outcome.value
+        if outcome.error is not None or not isinstance(got, list) or not got:
+            return None
+        text = got[0]
+        chunks = [c for c in case.args[0] if c]
+        deltas = _stream_deltas(chunks, dialect)
+        if not isinstance(text, str) or len(deltas) < 2 or text == "".join(deltas):
+            return None
+        if text == deltas[-1]:
+            return hints.get("append")
+        events = b"".join(chunks).count(b"\n\n")
+        prefixes = {"".join(deltas[:k]) for k in range(len(deltas))}
+        if text in prefixes and len(chunks) < events:
+            return hints.get("while")
+        return None
+
+    return diagnose
+
+
+def _stream_deltas(chunks: Sequence[bytes], dialect: str) -> list[str]:
+    """Return the text pieces of the complete events in ``chunks`` (non-empty ones)."""
+    deltas = []
+    for event in sse.decode_all(chunks):
+        step = interpret(event, dialect)
+        if step.delta:
+            deltas.append(step.delta)
+    return deltas
 
 
 # ---------------------------------------------------------------------------
@@ -986,6 +1091,71 @@ def _cuts_near_lines(data: bytes, step: int = 6) -> list[list[bytes]]:
     return [[data[:i], data[i:]] for i in sorted(p for p in points if 0 < p < len(data))]
 
 
+def _anthropic_blocks_wire(
+    text: Sequence[str],
+    *,
+    thinking: Sequence[str] = (),
+    tool_json: Sequence[str] = (),
+    stop_reason: str = "tool_use",
+) -> bytes:
+    """Return an Anthropic stream with a thinking block, a text block and a tool_use block.
+
+    Only the text block's ``text_delta`` deltas are text for the screen; the
+    thinking block streams ``thinking_delta`` (and a ``signature_delta``), the
+    tool call ``input_json_delta`` pieces of its JSON input.
+    """
+
+    def event(kind: str, obj: dict) -> bytes:
+        obj = {"type": kind, **obj}
+        return sse.encode(json.dumps(obj, ensure_ascii=False, separators=(",", ":")), event=kind)
+
+    def block(index: int, start: dict, deltas: list[dict]) -> list[bytes]:
+        out = [event("content_block_start", {"index": index, "content_block": start})]
+        out += [event("content_block_delta", {"index": index, "delta": d}) for d in deltas]
+        return [*out, event("content_block_stop", {"index": index})]
+
+    message = {
+        "id": "msg_blocks",
+        "type": "message",
+        "role": "assistant",
+        "model": "lessonkit-sim",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 12, "output_tokens": 0},
+    }
+    out = [event("message_start", {"message": message})]
+    index = 0
+    if thinking:
+        deltas = [{"type": "thinking_delta", "thinking": t} for t in thinking]
+        deltas.append({"type": "signature_delta", "signature": "EqQBCkYIARgCIkB0c2ln"})
+        out += block(index, {"type": "thinking", "thinking": ""}, deltas)
+        index += 1
+    out += block(
+        index, {"type": "text", "text": ""}, [{"type": "text_delta", "text": t} for t in text]
+    )
+    index += 1
+    if tool_json:
+        start = {"type": "tool_use", "id": "toolu_sim01", "name": "track_order", "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": j} for j in tool_json]
+        out += block(index, start, deltas)
+    out.append(
+        event(
+            "message_delta",
+            {
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": len(text) + len(thinking) + len(tool_json)},
+            },
+        )
+    )
+    out.append(event("message_stop", {}))
+    return b"".join(out)
+
+
+_TOOL_JSON = ('{"order_id', '": "A-1042"', ', "text": "', 'where is it?"}')
+_THINKING = ("The user asks", " about a delivery date;", " look up the order.")
+
+
 def _read_anthropic_rules() -> tuple[Rule, ...]:
     running = _anthropic_wire(llm.answer_for(llm.RUNNING_PROMPT))
     one = _anthropic_wire(llm.Answer(("Hi",), "stop"))
@@ -994,6 +1164,12 @@ def _read_anthropic_rules() -> tuple[Rule, ...]:
     ends = _event_ends(running)
     stop_at = running.rfind(b"event: message_stop")
     delta_at = running.rfind(b"event: message_delta")
+    without_stop = "the running answer's whole stream without its last event, message_stop"
+    without_delta = "the running answer's stream without message_delta and message_stop"
+    half_stop = "the running answer's whole stream, but the blank line after message_stop is cut"
+    tool = _anthropic_blocks_wire(("It ships", " on Monday."), tool_json=_TOOL_JSON)
+    thinks = _anthropic_blocks_wire(("Monday.",), thinking=_THINKING, stop_reason="end_turn")
+    both = _anthropic_blocks_wire(("Let me check.",), thinking=_THINKING, tool_json=_TOOL_JSON)
 
     def c(rule, chunk_lists):
         return lambda: [_chunks_case(rule, chunks) for chunks in chunk_lists]
@@ -1019,12 +1195,22 @@ def _read_anthropic_rules() -> tuple[Rule, ...]:
         Rule(
             "complete only after message_stop",
             "message_delta is not the end; only the message_stop event completes the answer.",
-            c("complete", [[running[:stop_at]], [running[:delta_at]], [running[: ends[-1] - 1]]]),
+            lambda: [
+                _noted(_chunks_case("complete", [running[:stop_at]]), without_stop),
+                _noted(_chunks_case("complete", [running[:delta_at]]), without_delta),
+                _noted(_chunks_case("complete", [running[: ends[-1] - 1]]), half_stop),
+            ],
         ),
         Rule(
             "stop_reason comes from message_delta",
             "Read data['delta']['stop_reason'] of the message_delta event; None until it comes.",
             c("stop", [[short], [running], [running[: ends[1]]]]),
+        ),
+        Rule(
+            "only text_delta deltas are text: thinking and tool_use blocks are not",
+            "Append delta['text'] only when delta['type'] == 'text_delta'; thinking_delta and "
+            "input_json_delta pieces are not text for the screen.",
+            c("blocks", [[tool], [thinks], [both], network.cut(both, 50)]),
         ),
         Rule(
             "an event cut across two chunks waits for the rest",
@@ -1062,6 +1248,27 @@ def _read_anthropic_rules() -> tuple[Rule, ...]:
                         _anthropic_wire(llm.long_answer(30 + 9 * s, seed=s)), seed=s
                     )
                     for s in range(6)
+                ],
+            ),
+            hidden=True,
+        ),
+        Rule(
+            "tool calls and thinking in longer answers, cut at random",
+            "Only text_delta pieces are text, whatever other blocks the message holds.",
+            c(
+                "blocks-hidden",
+                [
+                    network.random_cuts(
+                        _anthropic_blocks_wire(
+                            llm.long_answer(12 + 5 * s, seed=s).tokens,
+                            thinking=_THINKING[: s % 3 + 1] if s % 2 else (),
+                            tool_json=_TOOL_JSON if s != 2 else (),
+                            stop_reason="tool_use" if s != 2 else "end_turn",
+                        ),
+                        seed=s,
+                        max_piece_bytes=11,
+                    )
+                    for s in range(5)
                 ],
             ),
             hidden=True,
@@ -1489,6 +1696,31 @@ def _now_change_it_exercise() -> Exercise:
 # ---------------------------------------------------------------------------
 # The registry
 
+# Which rule's hint fits a diagnosed cause (see _stream_diagnosis).
+_READ_STREAM_CAUSES = {
+    "decode": "a character split across chunks survives",
+    "done_json": "[DONE] ends the stream and is not JSON",
+    "comment": "heartbeat comments (': ping') are skipped",
+    "chunk_not_event": "an event cut across two chunks waits for the rest",
+    "append": "deltas are appended, never replaced",
+    "while": "several events in one chunk are all handled",
+}
+_READ_ANTHROPIC_CAUSES = {
+    "decode": "a character split across chunks survives",
+    "comment": "ping events and comments are ignored",
+    "chunk_not_event": "an event cut across two chunks waits for the rest",
+}
+_ANTHROPIC_EXTRA_HINTS = {
+    "append": "Each text_delta carries only the new piece: text += delta['text'], "
+    "not text = delta['text'].",
+    "while": "After adding a chunk, handle every complete event in the buffer: `while`, not `if`.",
+}
+
+
+def _hints_of(rules: Sequence[Rule], causes: dict[str, str]) -> dict[str, str]:
+    by_name = {rule.name: rule.hint for rule in rules}
+    return {cause: by_name[name] for cause, name in causes.items()}
+
 
 def _build() -> dict[str, Exercise]:
     def chunks_input(case: Case) -> str:
@@ -1496,6 +1728,9 @@ def _build() -> dict[str, Exercise]:
 
     def resume_input(case: Case) -> str:
         return case.args[0].describe()
+
+    read_stream_rules = _read_stream_rules()
+    read_anthropic_rules = _read_anthropic_rules()
 
     exercises = [
         Exercise(
@@ -1513,19 +1748,24 @@ def _build() -> dict[str, Exercise]:
             "read_stream",
             "Exercise 2: a stream reader that survives any cut",
             30,
-            _read_stream_rules(),
+            read_stream_rules,
             reference=lambda case: ref.read_stream(case.args[0]),
             shape=_tuple_shape("read_stream", [("text", (str,)), ("complete", (bool,))]),
             show_input=chunks_input,
             show_value=_show_tuple,
+            diagnose=_stream_diagnosis("lesson", _hints_of(read_stream_rules, _READ_STREAM_CAUSES)),
         ),
         _now_change_it_exercise(),
         Exercise(
             "read_anthropic",
             "Exercise 4: Anthropic's named events",
             20,
-            _read_anthropic_rules(),
+            read_anthropic_rules,
             reference=lambda case: ref.read_anthropic(case.args[0]),
+            diagnose=_stream_diagnosis(
+                "anthropic",
+                _hints_of(read_anthropic_rules, _READ_ANTHROPIC_CAUSES) | _ANTHROPIC_EXTRA_HINTS,
+            ),
             shape=_tuple_shape(
                 "read_anthropic",
                 [("text", (str,)), ("complete", (bool,)), ("stop_reason", (str, type(None)))],

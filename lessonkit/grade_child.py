@@ -36,7 +36,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from lessonkit.checker import decode_args, learner_line, materialize, to_jsonable
+from lessonkit.checker import decode_args, error_detail, learner_line, materialize, to_jsonable
 
 __all__ = ["main", "serve"]
 
@@ -136,6 +136,7 @@ def serve(wire: _Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None
                 "type": type(exc).__name__,
                 "message": _message(exc),
                 "where": learner_line(exc.__traceback__),
+                "detail": error_detail(exc),
             }
         wire.send(reply)
 

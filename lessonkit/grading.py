@@ -253,6 +253,7 @@ def _outcome(message: dict, fake: FakeFetch | None) -> Outcome:
             error_type=kind,
             where=str(where) if where else None,
             requests=_requests(fake),
+            detail=str(message["detail"]) if message.get("detail") is not None else None,
         )
     return Outcome(error="an unexpected reply", error_type="Protocol", requests=_requests(fake))
 
@@ -440,11 +441,14 @@ def feedback_html(result: CheckResult) -> str:
         colour = _COLOURS["pass"] if report.passed else _COLOURS["fail"]
         failed = [f for f in report.findings if not f.passed and not f.not_run]
         parts = []
-        for finding in failed:
-            block = "\n".join(checker._finding_lines(finding))
+        if failed:  # the first failing rule in full, the others by name (as in the text)
+            block = "\n".join(checker._finding_lines(failed[0]))
             parts.append(
                 f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(block)}</pre>"
             )
+        if len(failed) > 1:
+            items = "".join(f"<li>{html.escape(checker._tag(f) + f.rule)}</li>" for f in failed[1:])
+            parts.append(f"<div>{html.escape(checker.ALSO_FAILING)}<ul>{items}</ul></div>")
         not_run = [f for f in report.findings if f.not_run]
         if not_run:
             items = "".join(f"<li>{html.escape(f.rule)}</li>" for f in not_run)
@@ -552,13 +556,16 @@ def practice_fetch(
     *,
     tokens: Iterable[str] = ("Your", " café", " order", " ships", " on", " Monday", "."),
     seed: int = 0,
+    heartbeat_ms: float | None = None,
 ) -> FakeFetch:
     """Return a fake ``fetch(last_event_id) -> chunks`` whose connection i drops after drops[i] bytes.
 
     It serves the GET /v1/stream format (``id:`` per token, ``event: done`` at
     the end) and records the Last-Event-ID of each call in ``.requests``.
+    ``seed`` picks where each connection's bytes are cut; ``heartbeat_ms`` adds
+    ``: ping`` comments. The resume check's feedback prints the exact call.
     """
-    return FakeFetch(FetchScript(tuple(tokens), tuple(drops), seed))
+    return FakeFetch(FetchScript(tuple(tokens), tuple(drops), seed, heartbeat_ms))
 
 
 # ---------------------------------------------------------------------------

@@ -143,8 +143,10 @@ def test_feedback_shows_the_smallest_failing_chunk_list_with_expected_and_got():
     report = evaluate(
         EXERCISES["read_stream"], lambda case: call_in_process(_reader(per_chunk=True), case)
     )
-    text = report.text()
-    block = text[text.index("FAILED  a character split across chunks survives") :]
+    finding = next(
+        f for f in report.findings if f.rule == "a character split across chunks survives"
+    )
+    block = "\n".join(checker._finding_lines(finding))  # the block shown when it fails first
     assert 'chunks = [b\'data: {"delta": "\\xc3\', b\'\\xa9"}\\n\\ndata' in block
     assert "expected  ('é ü', True)" in block
     assert "got       raised UnicodeDecodeError" in block
@@ -706,3 +708,174 @@ def test_a_check_result_shown_again_in_a_later_cell_shows_its_feedback(monkeypat
     monkeypatch.setattr(grading, "_execution_count", lambda: 8)
     result._ipython_display_()
     assert capsys.readouterr().out == result.feedback + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Focused feedback: the first failing rule in full, with a hint for the bug behind it
+
+
+def _public(exercise_id: str, fn) -> checker.Report:
+    return evaluate(EXERCISES[exercise_id], lambda case: call_in_process(fn, case))
+
+
+def _first_hint(report: checker.Report) -> str:
+    text = report.text()
+    block = text[text.index("FAILED") :]
+    return next(line for line in block.splitlines() if line.startswith("  hint"))
+
+
+def test_feedback_shows_the_first_failing_rule_in_full_and_only_names_the_others():
+    text = _public("read_stream", _reader(use_if=True)).text()
+    assert text.count("FAILED") == 1 and text.count("  hint") == 1
+    assert "FAILED  the whole stream in one chunk" in text
+    also = text[text.index(checker.ALSO_FAILING) :]
+    assert "  - several events in one chunk are all handled" in also
+    assert "ok  a dropped connection keeps the text so far" in text
+    assert re.search(r"public checks 2/\d+ pass", text)
+
+
+def test_graded_feedback_is_as_focused_as_the_notebook_check():
+    text = _graded("read_stream", _reader(no_comments=True)).text()
+    assert text.count("FAILED") == 1 and checker.ALSO_FAILING in text
+    assert "checks " in text and "(public and hidden)" in text
+
+
+def test_the_notebook_html_opens_only_the_first_failing_rule():
+    result = check("read_stream", _reader(replace=True), show=False)
+    html_text = grading.feedback_html(result)
+    assert html_text.count("<pre") == 1 and "also failing" in html_text
+
+
+@pytest.mark.parametrize(
+    ("bug", "words"),
+    [
+        ("per_chunk", "getincrementaldecoder('utf-8')"),
+        ("use_if", "`while`, not `if`"),
+        ("chunk_is_event", "A chunk is not an event"),
+        ("loads_done", "Compare the data with '[DONE]' before calling json.loads"),
+        ("replace", "text += delta, not text = delta"),
+        ("no_comments", "starts with ':' is a comment"),
+        ("always_complete", "set it to True only when the [DONE] event comes"),
+    ],
+)
+def test_the_first_hint_shown_for_each_realistic_bug_names_that_bug(bug, words):
+    assert words in _first_hint(_public("read_stream", _reader(**{bug: True})))
+
+
+def test_a_per_chunk_decoder_is_told_about_decoding_even_under_the_drop_rule():
+    report = _public("read_stream", _reader(per_chunk=True))
+    drop = next(f for f in report.findings if f.rule.startswith("a dropped connection"))
+    assert not drop.passed and "UnicodeDecodeError" in drop.got
+    assert "getincrementaldecoder" in drop.hint and "half event" not in drop.hint
+
+
+def test_the_json_diagnosis_survives_the_forked_process_of_check():
+    result = check("read_stream", _reader(loads_done=True), show=False)
+    assert "hint      Compare the data with '[DONE]' before calling json.loads" in result.feedback
+    assert result.feedback.count("FAILED") == 1
+
+
+def test_a_failure_that_cannot_be_diagnosed_keeps_the_rules_own_hint():
+    def read_stream(chunks):
+        text, complete = ref.read_stream(chunks)
+        return text.upper(), complete
+
+    hint = _first_hint(_public("read_stream", read_stream))
+    assert "Split the buffer at blank lines" in hint
+
+
+# ---------------------------------------------------------------------------
+# read_anthropic: only text_delta is text; long inputs show their end
+
+
+def _appends_every_delta(chunks):
+    from lessonkit.sse import decode_all
+
+    text, complete, stop = "", False, None
+    for event in decode_all(chunks):
+        data = json.loads(event.data) if event.data else {}
+        if event.event == "content_block_delta":
+            delta = data["delta"]
+            text += delta.get("text") or delta.get("partial_json") or delta.get("thinking") or ""
+        elif event.event == "message_delta":
+            stop = data["delta"]["stop_reason"]
+        elif event.event == "message_stop":
+            complete = True
+    return text, complete, stop
+
+
+TEXT_DELTA_RULE = "only text_delta deltas are text: thinking and tool_use blocks are not"
+
+
+def test_an_anthropic_reader_that_appends_thinking_or_tool_json_fails_the_text_delta_rule():
+    report = _graded("read_anthropic", _appends_every_delta)
+    assert _failed_rules(report) == {
+        TEXT_DELTA_RULE,
+        "tool calls and thinking in longer answers, cut at random",
+    }
+    assert "delta['type'] == 'text_delta'" in _first_hint(report)
+
+
+def test_the_text_delta_rule_is_public_and_has_a_hidden_variant():
+    rules = {r.name: r.hidden for r in EXERCISES["read_anthropic"].rules}
+    assert rules[TEXT_DELTA_RULE] is False
+    assert rules["tool calls and thinking in longer answers, cut at random"] is True
+
+
+def test_the_course_client_keeps_only_text_delta_text_of_a_stream_with_tool_and_thinking_blocks():
+    wire = checker._anthropic_blocks_wire(
+        ("Let me check.",), thinking=checker._THINKING, tool_json=checker._TOOL_JSON
+    )
+    assert b"input_json_delta" in wire and b"thinking_delta" in wire
+    assert ref.read_anthropic([wire]) == ("Let me check.", True, "tool_use")
+
+
+def test_a_long_stream_input_shows_its_end_and_says_what_is_missing():
+    report = _public("read_anthropic", _anthropic(done_at_delta=True))
+    finding = next(f for f in report.findings if f.rule == "complete only after message_stop")
+    assert finding.shown_input.startswith("chunks = [b'event: message_start")
+    assert '"stop_reason":"end_turn"' in finding.shown_input  # the tail: message_delta
+    assert "the middle left out" in finding.shown_input
+    assert "without its last event, message_stop" in finding.shown_input
+
+
+# ---------------------------------------------------------------------------
+# resume: the feedback prints the call that replays the case
+
+
+def test_resume_feedback_prints_the_practice_fetch_call_that_replays_the_case_exactly():
+    def no_reconnect(fetch):
+        text = ""
+        for chunk in fetch(None):
+            text += chunk.decode("utf-8", "replace")
+        return text
+
+    report = _public("resume", no_reconnect)
+    shown = next(f for f in report.findings if not f.passed).shown_input
+    call = re.search(r"resume\((practice_fetch\(.*\))\)", shown).group(1)
+    replay = eval(call, {"practice_fetch": grading.practice_fetch})
+    case = next(
+        c
+        for r in EXERCISES["resume"].rules
+        for c in r.cases()
+        if c.args[0].describe().startswith(f"resume({call})")
+    )
+    assert replay.script == case.args[0]
+    assert [replay(None), replay("2")] == [
+        case.args[0].respond(0, None),
+        case.args[0].respond(1, "2"),
+    ]
+    assert "tokens=(" in call and "seed=" in call
+
+
+# ---------------------------------------------------------------------------
+# now_change_it: the notebook says what is graded
+
+
+def test_the_now_change_it_notebook_says_plainly_what_is_graded():
+    import nbformat
+
+    intro = nbformat.read(ROOT / "solutions" / "ex3_now_change_it.ipynb", as_version=4).cells[0]
+    assert "graded as you recorded" not in intro.source
+    assert "What is graded is whether each answer in the dict is right" in intro.source
+    assert "Nothing checks *when* you wrote it" in intro.source
