@@ -46,7 +46,7 @@ from httpx_sse._decoders import SSEDecoder as HttpxSSEDecoder
 from openai._streaming import SSEDecoder as OpenAISSEDecoder
 from sseclient import SSEClient
 
-from lessonkit.sse import SSEDecoder
+from lessonkit.core.sse import SSEDecoder
 
 MB = 1_000_000
 SLOW_RUN_S = 20.0

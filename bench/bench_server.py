@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from lessonkit.client import StreamReader
+from lessonkit.core.client import StreamReader
 
 PREFILL_MS = 200.0
 PER_TOKEN_MS = 50.0

@@ -54,8 +54,9 @@ from importlib import resources
 from typing import Any
 
 from lessonkit import exercises_ref as ref
-from lessonkit import llm, network, sse
-from lessonkit.dialects import interpret
+from lessonkit.core import llm, network, sse
+from lessonkit.core.dialects import interpret
+from lessonkit.core.practice import PRACTICE_TOKENS, practice_reader, practice_wire
 
 __all__ = [
     "EXERCISES",
@@ -893,8 +894,6 @@ def _response_times_rules() -> tuple[Rule, ...]:
 # ---------------------------------------------------------------------------
 # Exercise 2: read_stream (the lesson dialect)
 
-PRACTICE_TOKENS = ("Your", " café", " order", " ships", ".")
-
 
 def _lesson_wire(tokens: Sequence[str], **options: Any) -> bytes:
     return llm.wire_bytes(llm.Answer(tuple(tokens), "stop"), "lesson", **options)
@@ -908,21 +907,21 @@ def _split_inside_characters(data: bytes) -> Iterator[list[bytes]]:
 
 
 def _read_stream_rules() -> tuple[Rule, ...]:
-    practice = ref.practice_wire(PRACTICE_TOKENS)
-    plain = ref.practice_wire(["Hi", " there"], heartbeat=False)
-    tiny = ref.practice_wire(["Hi"], heartbeat=False)
-    three = ref.practice_wire(["One", " two", " three"], heartbeat=False)
-    no_done = ref.practice_wire(PRACTICE_TOKENS, done=False)
+    practice = practice_wire(PRACTICE_TOKENS)
+    plain = practice_wire(["Hi", " there"], heartbeat=False)
+    tiny = practice_wire(["Hi"], heartbeat=False)
+    three = practice_wire(["One", " two", " three"], heartbeat=False)
+    no_done = practice_wire(PRACTICE_TOKENS, done=False)
     pinged = (
         b": ping\n\n"
         + b"".join(
-            ref.practice_wire([t], heartbeat=False, done=False) + b": ping\n\n"
+            practice_wire([t], heartbeat=False, done=False) + b": ping\n\n"
             for t in ("Your", " order", " ships")
         )
         + b": ping\n\ndata: [DONE]\n\n"
     )
-    accents = ref.practice_wire(["é", " ü"], heartbeat=False)
-    emoji = ref.practice_wire(["€", " 😀"], heartbeat=False)
+    accents = practice_wire(["é", " ü"], heartbeat=False)
+    emoji = practice_wire(["€", " 😀"], heartbeat=False)
 
     def c(rule, chunk_lists):
         return lambda: [_chunks_case(rule, chunks) for chunks in chunk_lists]
@@ -1482,7 +1481,7 @@ def _parse_sse_rules() -> tuple[Rule, ...]:
         )
     rules.append(
         Rule(
-            "generated streams give the same events as lessonkit.sse.SSEDecoder",
+            "generated streams give the same events as lessonkit.core.sse.SSEDecoder",
             "Mix of fields, comments, BOM and line endings; the cut must not matter.",
             lambda: [
                 _chunks_case(
@@ -1609,15 +1608,15 @@ _NOW_QUESTIONS = (
 
 def now_change_it_answers() -> dict[str, Any]:
     """Return the right answers, computed by running the changed practice reader."""
-    wire = ref.practice_wire(PRACTICE_TOKENS)
-    text_1000, _ = ref.practice_reader(network.cut(wire, 1000), decode_each_chunk=True)
+    wire = practice_wire(PRACTICE_TOKENS)
+    text_1000, _ = practice_reader(network.cut(wire, 1000), decode="per-chunk")
     try:
-        ref.practice_reader(network.cut(wire, 5), decode_each_chunk=True)
+        practice_reader(network.cut(wire, 5), decode="per-chunk")
         outcome_5 = "A"
     except UnicodeDecodeError:
         outcome_5 = "B"
-    if_text, if_done = ref.practice_reader(network.cut(wire, 1000), if_not_while=True)
-    drop_text, drop_done = ref.practice_reader(network.cut(wire[:40], 16))
+    if_text, if_done = practice_reader(network.cut(wire, 1000), loop="if")
+    drop_text, drop_done = practice_reader(network.cut(wire[:40], 16))
     return {
         "decode_1000_text": text_1000,
         "decode_5_outcome": outcome_5,

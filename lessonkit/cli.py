@@ -13,8 +13,11 @@ import importlib
 import sys
 
 SUBCOMMANDS = {
-    "serve": ("lessonkit.server", "run the local streaming LLM server"),
-    "proxy": ("lessonkit.proxy", "run a reverse proxy that buffers or passes a stream through"),
+    "serve": ("lessonkit.serve.cli", "run the local streaming LLM server"),
+    "proxy": (
+        "lessonkit.serve.proxy",
+        "run a reverse proxy that buffers or passes a stream through",
+    ),
     "grade": ("lessonkit.grade", "grade exercise notebooks headless, writing a CSV"),
     "assign": ("lessonkit.assign", "generate exercises/ from the solution notebooks"),
 }

@@ -9,33 +9,27 @@ graded against the same code the lessons teach with:
     resume(fetch) -> text                                        lessonkit.sse + dialects
     parse_sse(chunks) -> [(event type, data, last event id)]     lessonkit.sse
 
-``practice_reader`` is the lesson's practice reader with the switches of the
-three "now change it" experiments, so their predictions are graded against
-what the changed code really does.
+The practice stream and reader of the "now change it" experiments are
+lessonkit.core.practice's, so their predictions are graded against what the
+changed code really does.
 
 Pure: no clocks, sockets or widgets.
 """
 
 from __future__ import annotations
 
-import codecs
-import json
 from collections.abc import Callable, Iterable
 
-from lessonkit import client, sse, timeline
-from lessonkit.dialects import interpret
+from lessonkit.core import client, sse, timeline
+from lessonkit.core.dialects import interpret
 
 __all__ = [
     "parse_sse",
-    "practice_reader",
-    "practice_wire",
     "read_anthropic",
     "read_stream",
     "response_times",
     "resume",
 ]
-
-BLANK = "\n\n"  # the lesson's event border
 
 
 def response_times(prefill_ms: float, per_token_ms: float, n_tokens: int) -> dict[str, float]:
@@ -80,41 +74,3 @@ def resume(fetch: Callable[[str | None], Iterable[bytes]], max_attempts: int = 5
         # Spec: the last event ID string survives the connection; "" means no header.
         last_event_id = decoder.last_event_id or last_event_id
     raise RuntimeError(f"no done event after {max_attempts} connections")
-
-
-def practice_wire(tokens: Iterable[str], *, heartbeat: bool = True, done: bool = True) -> bytes:
-    """Return the bytes of the lesson's practice stream: a ping, one event per token, [DONE]."""
-    events = [": ping"] if heartbeat else []
-    events += ["data: " + json.dumps({"delta": t}, ensure_ascii=False) for t in tokens]
-    if done:
-        events.append("data: [DONE]")
-    return (BLANK.join(events) + BLANK).encode("utf-8")
-
-
-def practice_reader(
-    chunks: Iterable[bytes], *, decode_each_chunk: bool = False, if_not_while: bool = False
-) -> tuple[str, bool]:
-    """Return (text, done) as the lesson's practice reader does, with the experiments' changes.
-
-    ``decode_each_chunk``: each chunk is decoded on its own (raises
-    UnicodeDecodeError when a chunk ends inside a character).
-    ``if_not_while``: at most one event is handled per chunk.
-    """
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    buffer, text, done = "", "", False
-    for chunk in chunks:
-        buffer += chunk.decode("utf-8") if decode_each_chunk else decoder.decode(chunk)
-        while BLANK in buffer:
-            event, buffer = buffer.split(BLANK, 1)
-            if event.startswith(":"):
-                if if_not_while:
-                    break
-                continue
-            data = event.removeprefix("data: ")
-            if data == "[DONE]":
-                done = True
-            else:
-                text += json.loads(data)["delta"]
-            if if_not_while:
-                break
-    return text, done

@@ -6,7 +6,7 @@ import json
 
 from hypothesis import strategies as st
 
-from lessonkit.sse import comment, encode
+from lessonkit.core.sse import comment, encode
 
 # --- raw SSE-ish bytes ---------------------------------------------------------
 
@@ -167,8 +167,8 @@ def build_wire(
 
 
 def sim_answers() -> st.SearchStrategy:
-    """Return a strategy of lessonkit.llm.Answer with arbitrary tokens (for stream_writes)."""
-    from lessonkit.llm import FINISH_REASONS, Answer
+    """Return a strategy of lessonkit.core.llm.Answer with arbitrary tokens (for stream_writes)."""
+    from lessonkit.core.llm import FINISH_REASONS, Answer
 
     return st.builds(
         Answer,

@@ -10,14 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import build_wire, chunkings, finish_reasons, sim_answers, token_lists
 
-from lessonkit.client import Reply, StreamReader, read_stream
-from lessonkit.dialects import DIALECTS
-from lessonkit.llm import RUNNING_ANSWER, RUNNING_PROMPT, answer_for, stream_writes, wire_bytes
-from lessonkit.sse import comment, encode
+from lessonkit.core.client import Reply, StreamReader, read_stream
+from lessonkit.core.dialects import DIALECTS
+from lessonkit.core.llm import RUNNING_ANSWER, RUNNING_PROMPT, answer_for, stream_writes, wire_bytes
+from lessonkit.core.sse import comment, encode
 
 
 def sim_wire(answer, dialect: str, **options) -> bytes:
-    """Return the simulated server's bytes for ``answer`` (lessonkit.llm.stream_writes)."""
+    """Return the simulated server's bytes for ``answer`` (lessonkit.core.llm.stream_writes)."""
     return b"".join(data for _, data in stream_writes(answer, dialect, **options))
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from lessonkit.dialects import DIALECTS, Step, interpret
-from lessonkit.sse import Event
+from lessonkit.core.dialects import DIALECTS, Step, interpret
+from lessonkit.core.sse import Event
 
 
 def data_event(obj: object, event: str = "message", id: str = "") -> Event:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lessonkit.envcheck import PACKAGES, report, slider_text, widget_check
+from lessonkit.lab.envcheck import PACKAGES, report, slider_text, widget_check
 
 
 def test_report_names_python_and_every_course_package_with_a_version():

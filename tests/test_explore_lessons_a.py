@@ -12,15 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lessonkit import explore, llm, network, plots, sse, widgets
-from lessonkit.explore import (
-    cancel_view,
-    decode_steps,
-    encode_chunked,
-    parse_chunked,
-    timeline_view,
-    wire_rows,
-)
+from lessonkit.core import framing, llm, network, sse
+from lessonkit.core.framing import encode_chunked, parse_chunked
+from lessonkit.lab import lesson01, lesson02, plots, views, widgets
+from lessonkit.lab.lesson01 import cancel_view, decode_steps, timeline_view
+from lessonkit.lab.lesson02 import wire_rows
 
 RUNNING = tuple(llm.tokenize(llm.RUNNING_ANSWER))
 
@@ -41,7 +37,7 @@ def _find(box, css_class):
 
 def test_decode_loop_writes_the_running_answer_then_eos():
     steps = decode_steps()
-    assert tuple(s.new_token for s in steps) == (*RUNNING, explore.EOS)
+    assert tuple(s.new_token for s in steps) == (*RUNNING, lesson01.EOS)
     assert steps[-1].stop_reason == "eos"
 
 
@@ -77,21 +73,21 @@ def test_five_hundred_tokens_take_20300_ms():
 
 
 def test_explorer_tokens_are_the_running_answer_when_short():
-    assert explore.explorer_tokens(6) == RUNNING
+    assert lesson01.explorer_tokens(6) == RUNNING
 
 
 def test_explorer_tokens_have_the_requested_length_when_long():
-    assert len(explore.explorer_tokens(500)) == 500
+    assert len(lesson01.explorer_tokens(500)) == 500
 
 
 def test_at_400_ms_streaming_shows_two_tokens_and_blocking_a_spinner():
-    blocking, streaming = explore.timeline_panes(timeline_view(400))
+    blocking, streaming = lesson01.timeline_panes(timeline_view(400))
     assert streaming == "Your order▌"
     assert "waiting" in blocking
 
 
 def test_after_the_total_both_screens_show_the_whole_answer():
-    assert explore.timeline_panes(timeline_view(540)) == (llm.RUNNING_ANSWER,) * 2
+    assert lesson01.timeline_panes(timeline_view(540)) == (llm.RUNNING_ANSWER,) * 2
 
 
 def test_latency_delays_the_first_token_by_that_much():
@@ -99,12 +95,12 @@ def test_latency_delays_the_first_token_by_that_much():
 
 
 def test_timeline_readouts_name_both_numbers():
-    readouts = explore.timeline_readouts(timeline_view(400))
+    readouts = lesson01.timeline_readouts(timeline_view(400))
     assert "340 ms" in readouts["ttft"] and "540 ms" in readouts["blocking"]
 
 
 def test_timeline_text_frame_shows_both_panes():
-    text = explore.timeline_text(timeline_view(400))
+    text = lesson01.timeline_text(timeline_view(400))
     assert "blocking  |" in text and "streaming | Your order" in text
 
 
@@ -139,7 +135,7 @@ def test_the_user_saw_exactly_the_generated_tokens():
 
 
 def test_a_silence_longer_than_the_idle_timeout_is_cut_at_the_timeout():
-    report = explore.idle_report([(75_000, b"data: x\n\n")], idle_timeout_ms=60_000)
+    report = lesson01.idle_report([(75_000, b"data: x\n\n")], idle_timeout_ms=60_000)
     assert report.cut_at_ms == 60_000
 
 
@@ -147,14 +143,14 @@ def test_heartbeats_keep_a_long_prefill_under_the_timeout():
     writes = llm.stream_writes(
         llm.answer_for(llm.RUNNING_PROMPT), "lesson", prefill_ms=75_000, heartbeat_ms=15_000
     )
-    report = explore.idle_report(writes, idle_timeout_ms=60_000)
+    report = lesson01.idle_report(writes, idle_timeout_ms=60_000)
     assert report.cut_at_ms is None and report.heartbeats >= 4
 
 
 def test_a_long_blocking_answer_is_cut_but_its_stream_is_not():
     answer = llm.long_answer(2000)
-    blocking = explore.idle_report([llm.blocking_body(answer, "lesson")], idle_timeout_ms=60_000)
-    streaming = explore.idle_report(llm.stream_writes(answer, "lesson"), idle_timeout_ms=60_000)
+    blocking = lesson01.idle_report([llm.blocking_body(answer, "lesson")], idle_timeout_ms=60_000)
+    streaming = lesson01.idle_report(llm.stream_writes(answer, "lesson"), idle_timeout_ms=60_000)
     assert blocking.cut_at_ms is not None and streaming.cut_at_ms is None
 
 
@@ -162,7 +158,7 @@ def test_a_long_blocking_answer_is_cut_but_its_stream_is_not():
 
 
 def test_first_markdown_line_can_render_long_before_the_end():
-    first, *_, last = explore.line_ready_times()
+    first, *_, last = lesson01.line_ready_times()
     assert first.streaming_ms < first.blocking_ms == last.streaming_ms
 
 
@@ -171,12 +167,12 @@ def test_first_markdown_line_can_render_long_before_the_end():
 
 def test_chunked_encoding_round_trips():
     pieces = [b"data: a\n\n", b"x" * 300]
-    assert explore.dechunk(encode_chunked(pieces)) == b"".join(pieces)
+    assert framing.dechunk(encode_chunked(pieces)) == b"".join(pieces)
 
 
 @given(st.lists(st.binary(min_size=1, max_size=40), max_size=6))
 def test_any_pieces_survive_chunked_framing(pieces):
-    assert explore.dechunk(encode_chunked(pieces)) == b"".join(pieces)
+    assert framing.dechunk(encode_chunked(pieces)) == b"".join(pieces)
 
 
 def test_chunk_sizes_are_hexadecimal():
@@ -200,7 +196,7 @@ def test_a_body_cut_mid_chunk_ends_with_an_incomplete_step():
 
 def test_chunked_body_is_complete_only_after_the_final_crlf():
     body = encode_chunked([b"abc"])
-    assert [explore.chunked_complete(body[:-2]), explore.chunked_complete(body)] == [False, True]
+    assert [framing.chunked_complete(body[:-2]), framing.chunked_complete(body)] == [False, True]
 
 
 def test_each_chunk_description_starts_with_its_byte_offset_not_a_time():
@@ -214,38 +210,38 @@ def test_a_bad_size_line_names_its_offset():
 
 
 def test_split_response_finds_the_status_and_headers_any_case():
-    head, body = explore.split_response(explore.SSE_RESPONSE_HEAD + b"body")
+    head, body = framing.split_response(lesson02.SSE_RESPONSE_HEAD + b"body")
     assert head.status == 200 and head.header("content-type") == "text/event-stream"
     assert body == b"body"
 
 
 def test_split_response_refuses_an_unfinished_head():
     with pytest.raises(ValueError, match="not complete"):
-        explore.split_response(b"HTTP/1.1 200 OK\r\n")
+        framing.split_response(b"HTTP/1.1 200 OK\r\n")
 
 
 def test_request_bytes_carry_the_json_body_and_its_length():
-    raw = explore.request_bytes("/v1/chat/completions", {"stream": True})
+    raw = framing.request_bytes("/v1/chat/completions", {"stream": True})
     head, _, body = raw.partition(b"\r\n\r\n")
     assert json.loads(body) == {"stream": True}
     assert f"Content-Length: {len(body)}".encode() in head
 
 
 def test_http2_data_frames_end_with_an_empty_end_stream_frame():
-    frames = explore.h2_data_frames([b"abc"])
+    frames = framing.h2_data_frames([b"abc"])
     assert frames[0][:9] == b"\x00\x00\x03\x00\x00\x00\x00\x00\x01"
     assert frames[-1] == b"\x00\x00\x00\x00\x01\x00\x00\x00\x01"
 
 
 def test_http3_data_frames_use_a_two_byte_varint_past_63_bytes():
-    assert explore.h3_data_frames([b"x" * 100])[0][:3] == b"\x00\x40\x64"
+    assert framing.h3_data_frames([b"x" * 100])[0][:3] == b"\x00\x40\x64"
 
 
 # ## SSE fields
 
 
 def test_every_standard_field_decodes_back_from_its_encoding():
-    rows = {row.field: row for row in explore.sse_field_rows()}
+    rows = {row.field: row for row in lesson02.sse_field_rows()}
     assert rows["event"].events[0].event == "message_stop"
     assert rows["id"].events[0].id == "1"
     assert rows["retry"].events[0].retry == 3000
@@ -253,13 +249,13 @@ def test_every_standard_field_decodes_back_from_its_encoding():
 
 
 def test_two_data_lines_join_with_a_newline():
-    two = [row for row in explore.sse_field_rows() if row.field == "data"][1]
+    two = [row for row in lesson02.sse_field_rows() if row.field == "data"][1]
     assert two.events[0].data == "first line\nsecond line"
 
 
 def test_highlight_colours_each_field_and_escapes_html():
-    shown = explore.highlight_sse_html(sse.encode("<b>", event="x"))
-    assert explore.FIELD_COLOURS["event"] in shown and "&lt;b&gt;" in shown
+    shown = views.highlight_sse_html(sse.encode("<b>", event="x"))
+    assert views.FIELD_COLOURS["event"] in shown and "&lt;b&gt;" in shown
 
 
 # ## Wire inspector and deltas
@@ -272,14 +268,14 @@ def test_every_dialect_rebuilds_the_same_answer_and_completes(dialect):
 
 
 def test_openai_reports_usage_and_finish_reason_at_the_end():
-    info = explore.final_events(wire_rows("openai"))
+    info = lesson02.final_events(wire_rows("openai"))
     assert info["finish_reason"] == "stop" and info["usage"]["completion_tokens"] == 6
 
 
 def test_anthropic_ends_with_message_stop_and_end_turn():
     rows = wire_rows("anthropic")
     assert rows[-1].events[0].event == "message_stop"
-    assert explore.final_events(rows)["finish_reason"] == "end_turn"
+    assert lesson02.final_events(rows)["finish_reason"] == "end_turn"
 
 
 def test_the_inspected_events_are_the_same_whatever_the_cuts():
@@ -292,15 +288,15 @@ def test_the_inspected_events_are_the_same_whatever_the_cuts():
 
 def test_appending_deltas_builds_the_text_and_replacing_keeps_the_last():
     deltas = ["Your", " order", " ships"]
-    assert explore.screens_after(deltas)[-1] == "Your order ships"
-    assert explore.screens_after(deltas, replace=True)[-1] == " ships"
+    assert lesson02.screens_after(deltas)[-1] == "Your order ships"
+    assert lesson02.screens_after(deltas, replace=True)[-1] == " ships"
 
 
 # ## The five-step walkthrough
 
 
 def test_walkthrough_has_five_steps_from_request_to_end():
-    steps = explore.walkthrough_steps()
+    steps = lesson02.walkthrough_steps()
     assert [s.number for s in steps] == [1, 2, 3, 4, 5]
     assert b'"stream": true' in steps[0].wire
     assert b"text/event-stream" in steps[1].wire
@@ -308,11 +304,11 @@ def test_walkthrough_has_five_steps_from_request_to_end():
 
 
 def test_walkthrough_client_parse_ends_with_the_first_delta():
-    assert explore.walkthrough_steps()[3].screen == "Your"
+    assert lesson02.walkthrough_steps()[3].screen == "Your"
 
 
 def test_parse_stages_stop_at_done_before_any_json():
-    stages = explore.parse_stages(b"data: [DONE]\n\n")
+    stages = lesson02.parse_stages(b"data: [DONE]\n\n")
     assert stages[-1][0] == "end marker?" and all(name != "json.loads" for name, _ in stages)
 
 
@@ -411,7 +407,7 @@ def test_walkthrough_next_button_advances_one_step():
 
 
 def test_fitting_the_formula_recovers_prefill_and_per_token():
-    assert explore.fit_timing([340, 380, 420, 460]) == (300, 40)
+    assert lesson01.fit_timing([340, 380, 420, 460]) == (300, 40)
 
 
 def test_long_chunk_data_is_shortened_in_the_description():
@@ -420,11 +416,12 @@ def test_long_chunk_data_is_shortened_in_the_description():
 
 
 def test_side_by_side_text_shows_the_same_last_writes_as_the_html():
-    text = explore.side_by_side_text(last=2)
+    streams = lesson02.side_by_side(last=2)
+    text = lesson02.side_by_side_text(streams)
     assert text.splitlines()[0] == "openai (last 2 writes)"
     assert "  data: [DONE]⏎⏎" in text
     assert '  event: message_stop⏎data: {"type":"message_stop"}⏎⏎' in text
-    html_text = explore.side_by_side_html(last=2)
+    html_text = views.side_by_side_html(streams)
     assert "message_stop" in html_text and "[DONE]" in html_text
 
 
@@ -435,7 +432,7 @@ def test_side_by_side_text_shows_the_same_last_writes_as_the_html():
 def test_the_timeline_time_slider_step_is_a_round_number_so_round_times_stay_on_its_grid(
     step, expected
 ):
-    from lessonkit.widgets import _round_step
+    from lessonkit.lab.widgets import _round_step
 
     assert _round_step(step) == expected
 

@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from lessonkit import browser_demo, exercises_ref, explore, network, plots, render, widgets
-from lessonkit.client import read_stream
+from lessonkit.core import network, practice, render
+from lessonkit.core.client import read_stream
+from lessonkit.lab import browser_demo, lesson03, lesson04, lesson05, plots, widgets
 
-WIRE = explore.lesson_wire()
+WIRE = practice.practice_wire()
 
 
 def lesson_style_wire(tokens):
@@ -32,7 +33,7 @@ def test_practice_wire_is_the_lessons_bytes_with_raw_utf8():
 
 
 def test_worked_example_cuts_give_half_an_event_then_two_events_and_da_then_the_rest():
-    wire, cuts = explore.worked_example()
+    wire, cuts = lesson03.worked_example()
     first, second, third = network.cut_at(wire, cuts)
     assert b"\n\n" not in first
     assert second.count(b"\n\n") == 2 and second.endswith(b"da")
@@ -43,124 +44,102 @@ def test_worked_example_cuts_give_half_an_event_then_two_events_and_da_then_the_
 
 
 def test_first_arrival_completes_no_event_and_stays_in_the_buffer():
-    wire, cuts = explore.worked_example()
-    step = explore.arrival_steps(wire, cuts)[0]
+    wire, cuts = lesson03.worked_example()
+    step = lesson03.arrival_steps(wire, cuts)[0]
     assert step.events == () and step.state.buffer == wire[: cuts[0]].decode()
     assert step.state.text == ""
 
 
 def test_second_arrival_renders_two_tokens_and_keeps_da():
-    wire, cuts = explore.worked_example()
-    step = explore.arrival_steps(wire, cuts)[1]
+    wire, cuts = lesson03.worked_example()
+    step = lesson03.arrival_steps(wire, cuts)[1]
     assert step.deltas == ("Your", " order")
     assert step.state.buffer == "da"
 
 
 def test_third_arrival_marks_the_answer_complete():
-    wire, cuts = explore.worked_example()
-    last = explore.arrival_steps(wire, cuts)[-1]
+    wire, cuts = lesson03.worked_example()
+    last = lesson03.arrival_steps(wire, cuts)[-1]
     assert last.state.done and last.state.text == "Your order" and last.state.buffer == ""
 
 
 def test_feed_reader_holds_half_a_character_in_held_bytes():
-    fed = explore.feed_reader(explore.ReaderState(), "caf\u00e9".encode()[:4])
+    fed = practice.feed_reader(practice.ReaderState(), "caf\u00e9".encode()[:4])
     assert fed.state.buffer == "caf" and fed.state.held_bytes == b"\xc3"
 
 
 def test_lesson_reader_agrees_with_lessonkit_client_at_every_cut():
     for chunks in network.every_cut(WIRE):
         reply = read_stream(chunks, "lesson")
-        assert explore.lesson_read_stream(chunks) == (reply.text, reply.complete)
+        assert practice.practice_reader(chunks) == (reply.text, reply.complete)
 
 
 @given(seed=st.integers(0, 10_000))
 def test_lesson_reader_gives_the_same_text_for_random_cuts(seed):
     chunks = network.random_cuts(WIRE, seed=seed, max_piece_bytes=9)
-    assert explore.lesson_read_stream(chunks) == ("Your café order ships.", True)
+    assert practice.practice_reader(chunks) == ("Your café order ships.", True)
 
 
 def test_unknown_decode_mode_is_a_value_error_naming_the_choices():
     with pytest.raises(ValueError, match="incremental"):
-        explore.feed_reader(explore.ReaderState(), b"", decode="latin-1")
+        practice.feed_reader(practice.ReaderState(), b"", decode="latin-1")
 
 
 def test_unknown_loop_mode_of_the_whole_stream_reader_is_a_value_error():
     with pytest.raises(ValueError, match="'while' or 'if'"):
-        explore.lesson_read_stream([WIRE], loop="for")
-
-
-def test_lesson_wire_and_reader_are_the_graded_practice_wire_and_reader():
-    assert WIRE == exercises_ref.practice_wire(explore.PRACTICE_TOKENS)
-    for size in (1000, 16, 7):
-        chunks = network.cut(WIRE, size)
-        assert explore.lesson_read_stream(chunks, loop="if") == exercises_ref.practice_reader(
-            chunks, if_not_while=True
-        )
-
-
-def _step_through(chunks, **knobs):
-    state = explore.ReaderState()
-    for chunk in chunks:
-        state = explore.feed_reader(state, chunk, **knobs).state
-    return state.text, state.done
-
-
-@pytest.mark.parametrize("loop", ["while", "if"])
-def test_the_stepped_reader_agrees_with_the_whole_stream_reader_at_every_cut(loop):
-    for chunks in network.every_cut(WIRE):
-        assert _step_through(chunks, loop=loop) == explore.lesson_read_stream(chunks, loop=loop)
+        practice.practice_reader([WIRE], loop="for")
 
 
 # --- the classic bugs ------------------------------------------------------------------------
 
 
 def test_per_chunk_decode_raises_on_the_five_byte_run_only():
-    read = explore.BUGGY_READERS["per-chunk decode"]
+    read = lesson03.BUGGY_READERS["per-chunk decode"]
     assert read(network.cut(WIRE, 1000)) == ("Your café order ships.", True)
     with pytest.raises(UnicodeDecodeError):
         read(network.cut(WIRE, 5))
 
 
 def test_if_instead_of_while_shows_nothing_for_one_big_chunk():
-    read = explore.BUGGY_READERS["if instead of while"]
+    read = lesson03.BUGGY_READERS["if instead of while"]
     assert read(network.cut(WIRE, 1000)) == ("", False)
 
 
 def test_chunk_as_event_works_when_every_event_arrives_whole():
     whole_events = [part + b"\n\n" for part in WIRE.split(b"\n\n")[:-1]]
-    assert explore.read_chunk_as_events(whole_events) == ("Your café order ships.", True)
+    assert lesson03.read_chunk_as_events(whole_events) == ("Your café order ships.", True)
 
 
 def test_chunk_as_event_fails_when_a_cut_lands_inside_an_event():
-    read = explore.BUGGY_READERS["chunk = event"]
-    assert explore.verdict(read, network.cut_at(WIRE, [20]), ("Your café order ships.", True)) == (
+    read = lesson03.BUGGY_READERS["chunk = event"]
+    assert lesson03.verdict(read, network.cut_at(WIRE, [20]), ("Your café order ships.", True)) == (
         "error"
     )
 
 
 def test_correct_reader_is_right_at_every_cut_and_every_bug_breaks_somewhere():
-    assert set(explore.every_cut_verdicts(explore.CORRECT_READER, WIRE)) == {"ok"}
-    for name, reader in explore.BUGGY_READERS.items():
-        cuts = explore.every_cut_verdicts(reader, WIRE)
-        sizes = explore.chunk_size_verdicts(reader, WIRE, range(1, 61))
+    assert set(lesson03.every_cut_verdicts(lesson03.CORRECT_READER, WIRE)) == {"ok"}
+    for name, reader in lesson03.BUGGY_READERS.items():
+        cuts = lesson03.every_cut_verdicts(reader, WIRE)
+        sizes = lesson03.chunk_size_verdicts(reader, WIRE, range(1, 61))
         assert set(cuts + sizes) != {"ok"}, name
 
 
 def test_per_chunk_decode_breaks_exactly_at_the_cut_inside_e_acute():
-    verdicts = explore.every_cut_verdicts(explore.BUGGY_READERS["per-chunk decode"], WIRE)
+    verdicts = lesson03.every_cut_verdicts(lesson03.BUGGY_READERS["per-chunk decode"], WIRE)
     inside = WIRE.index("é".encode()) + 1
     assert [i for i, v in enumerate(verdicts) if v != "ok"] == [inside]
 
 
 def test_summarize_verdicts_counts_each_kind():
-    assert explore.summarize_verdicts(["ok", "ok", "error"]) == "ok 2/3, error 1"
+    assert lesson03.summarize_verdicts(["ok", "ok", "error"]) == "ok 2/3, error 1"
 
 
 # --- practice output and predictions ---------------------------------------------------------
 
 
 def test_practice_lines_reproduce_the_lessons_printed_output():
-    assert explore.practice_lines(explore.CORRECT_READER, WIRE) == [
+    assert lesson04.practice_lines(lesson03.CORRECT_READER, WIRE) == [
         " 1 chunks of up to 1000 bytes -> 'Your café order ships.' complete=True",
         "10 chunks of up to   16 bytes -> 'Your café order ships.' complete=True",
         "30 chunks of up to    5 bytes -> 'Your café order ships.' complete=True",
@@ -169,29 +148,29 @@ def test_practice_lines_reproduce_the_lessons_printed_output():
 
 
 def test_practice_lines_report_an_exception_as_a_line():
-    lines = explore.practice_lines(explore.BUGGY_READERS["per-chunk decode"], WIRE)
+    lines = lesson04.practice_lines(lesson03.BUGGY_READERS["per-chunk decode"], WIRE)
     assert lines[2].startswith("30 chunks of up to    5 bytes -> UnicodeDecodeError:")
 
 
 def test_compare_prediction_says_when_nothing_was_recorded():
-    verdict = explore.compare_prediction(explore.PREDICTION_PLACEHOLDER, "x")
+    verdict = lesson04.compare_prediction(lesson04.PREDICTION_PLACEHOLDER, "x")
     assert verdict.startswith("no prediction recorded")
 
 
 def test_compare_prediction_confirms_a_matching_guess():
-    assert explore.compare_prediction(" 'Your' ", "'Your'").startswith("your prediction matches")
+    assert lesson04.compare_prediction(" 'Your' ", "'Your'").startswith("your prediction matches")
 
 
 # --- UTF-8 -----------------------------------------------------------------------------------
 
 
 def test_e_acute_is_two_bytes_and_an_emoji_four():
-    table = explore.utf8_bytes_table("é🙂a")
+    table = lesson03.utf8_bytes_table("é🙂a")
     assert [n for _, n, _ in table] == [2, 4, 1]
 
 
 def test_a_cut_inside_a_character_breaks_per_chunk_decoding_but_not_the_incremental_decoder():
-    frame = explore.utf8_frame("café", 4)
+    frame = lesson03.utf8_frame("café", 4)
     assert frame.inside_character
     assert frame.per_chunk_strict[0].startswith("UnicodeDecodeError")
     assert frame.per_chunk_replace == ("caf\ufffd", "\ufffd")
@@ -199,32 +178,32 @@ def test_a_cut_inside_a_character_breaks_per_chunk_decoding_but_not_the_incremen
 
 
 def test_a_cut_between_characters_decodes_the_same_three_ways():
-    frame = explore.utf8_frame("café", 3)
+    frame = lesson03.utf8_frame("café", 3)
     assert not frame.inside_character
     assert frame.per_chunk_strict == frame.per_chunk_replace == frame.incremental == ("caf", "é")
 
 
 def test_utf8_frame_rejects_a_cut_outside_the_bytes():
     with pytest.raises(ValueError, match="0..5"):
-        explore.utf8_frame("café", 6)
+        lesson03.utf8_frame("café", 6)
 
 
 # --- drops -----------------------------------------------------------------------------------
 
 
 def test_drop_after_70_bytes_shows_your_cafe_incomplete():
-    frame = explore.drop_frame(WIRE, 70)
+    frame = lesson04.drop_frame(WIRE, 70)
     assert (frame.text, frame.complete) == ("Your café", False)
     assert frame.held == 'data: {"de'
 
 
 def test_drop_after_40_bytes_shows_your_incomplete():
-    frame = explore.drop_frame(WIRE, 40)
+    frame = lesson04.drop_frame(WIRE, 40)
     assert (frame.text, frame.complete) == ("Your", False)
 
 
 def test_staircase_only_rises_where_an_event_ends():
-    lengths = explore.drop_staircase(WIRE)
+    lengths = lesson04.drop_staircase(WIRE)
     event_ends = {i + 2 for i in range(len(WIRE)) if WIRE[i : i + 2] == b"\n\n"}
     rises = {i for i in range(1, len(lengths)) if lengths[i] != lengths[i - 1]}
     assert rises <= event_ends and lengths[-1] == len("Your café order ships.")
@@ -234,21 +213,21 @@ def test_staircase_only_rises_where_an_event_ends():
 
 
 def test_parse_cut_positions_sorts_and_drops_junk_and_out_of_range_offsets():
-    assert explore.parse_cut_positions("54, 19 x -3 19 999", 66) == (19, 54)
+    assert lesson03.parse_cut_positions("54, 19 x -3 19 999", 66) == (19, 54)
 
 
 def test_stepper_uses_the_chunk_size_when_no_positions_are_typed():
-    assert explore.stepper_cuts(40, chunk_bytes=16) == (16, 32)
+    assert lesson03.stepper_cuts(40, chunk_bytes=16) == (16, 32)
 
 
 def test_stepper_readouts_clamp_a_step_past_the_end_to_the_last_arrival():
-    wire, _ = explore.worked_example()
-    values = explore.stepper_readouts(wire, chunk_bytes=100, step=5)
+    wire, _ = lesson03.worked_example()
+    values = lesson03.stepper_readouts(wire, chunk_bytes=100, step=5)
     assert values["arrivals"] == "1" and values["screen"] == "screen: 'Your order' (complete)"
 
 
 def test_drop_readouts_show_the_flag_as_text():
-    assert explore.drop_readouts(WIRE, 150)["complete"] == "complete=True"
+    assert lesson04.drop_readouts(WIRE, 150)["complete"] == "complete=True"
 
 
 # --- stable markdown rendering ---------------------------------------------------------------
@@ -305,17 +284,19 @@ def test_split_tokens_gives_the_text_back():
 
 
 def test_cut_verdict_plot_has_one_row_per_reader_in_each_panel():
-    rows = {name: explore.every_cut_verdicts(r, WIRE) for name, r in explore.READERS.items()}
+    rows = {name: lesson03.every_cut_verdicts(r, WIRE) for name, r in lesson03.READERS.items()}
     sizes = list(range(1, 11))
-    size_rows = {n: explore.chunk_size_verdicts(r, WIRE, sizes) for n, r in explore.READERS.items()}
+    size_rows = {
+        n: lesson03.chunk_size_verdicts(r, WIRE, sizes) for n, r in lesson03.READERS.items()
+    }
     fig = plots.plot_cut_verdicts(rows, size_rows, sizes)
     assert isinstance(fig, Figure)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert labels == list(explore.READERS)
+    assert labels == list(lesson03.READERS)
 
 
 def test_staircase_plot_labels_its_axes():
-    fig = plots.plot_drop_staircase(explore.drop_staircase(WIRE), mark_bytes=70)
+    fig = plots.plot_drop_staircase(lesson04.drop_staircase(WIRE), mark_bytes=70)
     ax = fig.axes[0]
     assert "bytes" in ax.get_xlabel() and "characters" in ax.get_ylabel()
 
@@ -375,7 +356,7 @@ def test_flicker_demo_counts_rewrites_for_both_renderers():
 
 def test_prediction_picker_starts_on_the_placeholder():
     picker = widgets.prediction_picker(["a", "b"], css_class="lk-prediction-1")
-    assert picker.value == explore.PREDICTION_PLACEHOLDER
+    assert picker.value == lesson04.PREDICTION_PLACEHOLDER
     assert {"lk-prediction", "lk-prediction-1"} <= set(picker._dom_classes)
 
 
@@ -413,24 +394,24 @@ def test_browser_demo_repr_shows_no_memory_address_and_no_port():
 
 def test_a_check_at_the_end_fails_after_the_answer_was_already_on_screen():
     tokens = ["Call", " 555", "-", "0142", "."]
-    result = explore.late_check(tokens, [340, 380, 420, 460, 500], explore.find_phone_number)
+    result = lesson05.late_check(tokens, [340, 380, 420, 460, 500], lesson05.find_phone_number)
     assert not result.passed
     assert result.streamed_failure_ms == 460 and result.checked_ms == 500
     assert result.lines[-1].endswith("on screen for 160 ms")
 
 
 def test_a_clean_answer_passes_the_late_check():
-    result = explore.late_check(["Your", " order"], [340, 380], explore.find_phone_number)
+    result = lesson05.late_check(["Your", " order"], [340, 380], lesson05.find_phone_number)
     assert result.passed and result.streamed_failure_ms is None
 
 
 def test_late_check_needs_one_time_per_token():
     with pytest.raises(ValueError, match="one time per token"):
-        explore.late_check(["a"], [1, 2], explore.find_phone_number)
+        lesson05.late_check(["a"], [1, 2], lesson05.find_phone_number)
 
 
 def test_streamed_json_parses_only_when_complete():
-    assert explore.json_prefix_parses(['{"a"', ": 1", "}"]) == [False, False, True]
+    assert lesson05.json_prefix_parses(['{"a"', ": 1", "}"]) == [False, False, True]
 
 
 def test_describe_rewrites_ends_with_the_rewrite_counts():

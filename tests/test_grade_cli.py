@@ -66,9 +66,9 @@ TAMPER_CELLS = [
     "    return CheckResult(True, 30.0, 30.0, 'passed')\n"
     "lessonkit.grading.check = check",
     # Patch the references and the checker in its own process.
-    "import lessonkit.client, lessonkit.exercises_ref, lessonkit.checker\n"
+    "import lessonkit.core.client, lessonkit.exercises_ref, lessonkit.checker\n"
     "lessonkit.exercises_ref.read_stream = lambda chunks: ('', True)\n"
-    "lessonkit.client.read_stream = lambda chunks, dialect='lesson': None\n"
+    "lessonkit.core.client.read_stream = lambda chunks, dialect='lesson': None\n"
     "lessonkit.checker.evaluate = lambda *a, **k: None",
     "def read_stream(chunks):\n    return '', True",
     "check('read_stream', read_stream)",

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit import checker, grade_child, grading, llm
+from lessonkit import checker, grade_child, grading
 from lessonkit import exercises_ref as ref
 from lessonkit.checker import EXERCISES, call_in_process, evaluate, evaluate_value, to_jsonable
+from lessonkit.core import llm, practice
 from lessonkit.grading import check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,7 +214,7 @@ def test_differently_written_correct_readers_are_accepted():
         return [text, complete]  # a list is as good as a tuple
 
     def with_the_library_decoder(chunks):
-        from lessonkit.sse import SSEDecoder
+        from lessonkit.core.sse import SSEDecoder
 
         decoder, pieces, complete = SSEDecoder(), [], False
         for chunk in chunks:
@@ -224,7 +225,7 @@ def test_differently_written_correct_readers_are_accepted():
                     pieces.append(json.loads(event.data)["delta"])
         return "".join(pieces), complete
 
-    for fn in (bytes_buffer, with_the_library_decoder, ref.practice_reader):
+    for fn in (bytes_buffer, with_the_library_decoder, practice.practice_reader):
         assert _graded("read_stream", fn).passed, fn.__name__
 
 
@@ -789,7 +790,7 @@ def test_a_failure_that_cannot_be_diagnosed_keeps_the_rules_own_hint():
 
 
 def _appends_every_delta(chunks):
-    from lessonkit.sse import decode_all
+    from lessonkit.core.sse import decode_all
 
     text, complete, stop = "", False, None
     for event in decode_all(chunks):

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 PURE_MODULES = [
-    "lessonkit.sse",
-    "lessonkit.dialects",
-    "lessonkit.client",
-    "lessonkit.network",
-    "lessonkit.llm",
-    "lessonkit.timeline",
+    "lessonkit.core.sse",
+    "lessonkit.core.dialects",
+    "lessonkit.core.client",
+    "lessonkit.core.network",
+    "lessonkit.core.llm",
+    "lessonkit.core.timeline",
     "lessonkit.explore",
-    "lessonkit.render",
+    "lessonkit.core.render",
     "lessonkit.checker",
     "lessonkit.exercises_ref",
 ]

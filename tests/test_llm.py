@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lessonkit.client import read_stream
-from lessonkit.llm import (
+from lessonkit.core.client import read_stream
+from lessonkit.core.llm import (
     DIALECTS,
     RUNNING_ANSWER,
     RUNNING_PROMPT,
@@ -33,8 +33,8 @@ from lessonkit.llm import (
     tokenize,
     wire_bytes,
 )
-from lessonkit.network import cut, random_cuts
-from lessonkit.sse import decode_all
+from lessonkit.core.network import cut, random_cuts
+from lessonkit.core.sse import decode_all
 
 RUNNING = answer_for(RUNNING_PROMPT)
 CUT_SHORT = answer_for("Where is my parcel right now?", max_tokens=5)
@@ -100,7 +100,7 @@ def test_answer_for_different_prompts_differ():
 
 
 def test_answer_for_does_not_depend_on_pythons_hash_seed():
-    code = "from lessonkit.llm import answer_for; print(answer_for('Is shipping free?').text)"
+    code = "from lessonkit.core.llm import answer_for; print(answer_for('Is shipping free?').text)"
     outputs = set()
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}

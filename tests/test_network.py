@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lessonkit import network
-from lessonkit.network import (
+from lessonkit.core import network
+from lessonkit.core.network import (
     Arrival,
     buffer_until_end,
     chunks_of,
@@ -17,7 +17,6 @@ from lessonkit.network import (
     drop_after,
     every_cut,
     random_cuts,
-    stall,
 )
 
 WIRE = 'data: {"delta": "Your"}\n\ndata: {"delta": " café"}\n\ndata: [DONE]\n\n'.encode()
@@ -232,15 +231,6 @@ def test_buffer_until_end_of_nothing_delivers_nothing():
     assert buffer_until_end([]) == []
 
 
-def test_stall_pushes_writes_from_after_ms_later_and_keeps_earlier_ones():
-    sends = [(0.0, b"a"), (100.0, b"b"), (200.0, b"c")]
-    assert stall(sends, after_ms=100, stall_ms=1000) == [
-        (0.0, b"a"),
-        (1100.0, b"b"),
-        (1200.0, b"c"),
-    ]
-
-
 @pytest.mark.parametrize(
     "call",
     [
@@ -254,3 +244,41 @@ def test_stall_pushes_writes_from_after_ms_later_and_keeps_earlier_ones():
 def test_text_instead_of_bytes_gets_an_error_that_says_to_encode_it(call):
     with pytest.raises(TypeError, match=r"encode text first: text.encode\('utf-8'\)"):
         call("data: hi\n\n")
+
+
+def test_a_stall_moves_every_write_after_the_stall_point_later():
+    writes = [(0.0, b"a"), (10.0, b"b"), (20.0, b"c")]
+    assert network.stall(writes, after_ms=10.0, stall_ms=50.0) == [
+        (0.0, b"a"),
+        (10.0, b"b"),
+        (70.0, b"c"),
+    ]
+
+
+def test_heartbeats_fill_every_silence_longer_than_the_heartbeat():
+    writes = network.stall([(0.0, b"a"), (10.0, b"b"), (20.0, b"c")], after_ms=10.0, stall_ms=50.0)
+    assert list(network.with_heartbeats(writes, heartbeat_ms=20.0)) == [
+        (0.0, b"a"),
+        (10.0, b"b"),
+        (30.0, b": ping\n\n"),
+        (50.0, b": ping\n\n"),
+        (70.0, b"c"),
+    ]
+
+
+def test_heartbeats_also_fill_the_silence_before_the_first_write():
+    beats = list(network.with_heartbeats([(50.0, b"a")], heartbeat_ms=20.0))
+    assert beats == [(20.0, b": ping\n\n"), (40.0, b": ping\n\n"), (50.0, b"a")]
+
+
+def test_stalled_times_agree_with_the_stalled_writes():
+    times = [10.0, 20.0, 30.0, 40.0]
+    after_ms = network.stall_point_ms(times)
+    moved = network.stall([(t, None) for t in times], after_ms=after_ms, stall_ms=100.0)
+    assert network.stalled_times(times, after_ms=after_ms, stall_ms=100.0) == [t for t, _ in moved]
+
+
+def test_stall_point_is_after_half_the_tokens_rounded_up():
+    assert network.stall_point_ms([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]) == 30.0
+    assert network.stall_point_ms([10.0, 20.0, 30.0]) == 20.0
+    assert network.stall_point_ms([]) == 0.0

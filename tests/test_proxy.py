@@ -11,9 +11,9 @@ import sys
 import httpx
 import pytest
 
-from lessonkit import llm
-from lessonkit.client import read_stream
-from lessonkit.proxy import PoolShards, create_proxy_app, running_proxy
+from lessonkit.core import llm
+from lessonkit.core.client import read_stream
+from lessonkit.serve.proxy import PoolShards, create_proxy_app, running_proxy
 
 pytestmark = pytest.mark.server
 

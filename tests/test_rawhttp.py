@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lessonkit import explore, llm, rawhttp, sse
-from lessonkit.client import read_stream
+from lessonkit.core import framing, llm, sse
+from lessonkit.core.client import read_stream
+from lessonkit.serve import rawhttp
 
 pytestmark = pytest.mark.server
 
@@ -41,17 +42,17 @@ def test_raw_streamed_response_is_sse_in_chunks_ending_with_a_zero_chunk(server_
     assert exchange.head.status == 200
     assert exchange.head.header("content-type").startswith("text/event-stream")
     assert exchange.head.header("cache-control") == "no-cache"
-    steps = explore.parse_chunked(exchange.body)
+    steps = framing.parse_chunked(exchange.body)
     assert steps[-1].kind == "last"
-    reply = read_stream([explore.dechunk(exchange.body)], dialect="openai")
+    reply = read_stream([framing.dechunk(exchange.body)], dialect="openai")
     assert (reply.text, reply.complete) == (llm.RUNNING_ANSWER, True)
 
 
 def test_raw_http_get_reads_a_heartbeat_comment(server_url):
     query = "?prompt=hi&prefill_ms=120&per_token_ms=2&heartbeat_ms=30"
     exchange = rawhttp.raw_http(server_url + "/v1/stream" + query)
-    assert b": ping" in explore.dechunk(exchange.body)
-    assert sse.decode_all([explore.dechunk(exchange.body)])[-1].event == "done"
+    assert b": ping" in framing.dechunk(exchange.body)
+    assert sse.decode_all([framing.dechunk(exchange.body)])[-1].event == "done"
 
 
 def test_streaming_first_token_comes_well_before_the_blocking_reply(server_url):

@@ -22,9 +22,11 @@ import websockets
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lessonkit import llm, server
-from lessonkit.client import read_stream
-from lessonkit.sse import decode_all
+from lessonkit import server
+from lessonkit.core import llm
+from lessonkit.core.client import read_stream
+from lessonkit.core.sse import decode_all
+from lessonkit.serve import app, background, cli
 
 pytestmark = pytest.mark.server
 
@@ -267,24 +269,6 @@ def test_stall_with_heartbeat_fills_the_pause_with_pings(server_url, read_raw):
     body, _ = read_raw("GET", server_url + "/v1/stream", params=params)
     assert body.count(b": ping") >= 3
     assert read_stream([body], "eventsource").complete
-
-
-def test_with_stall_moves_later_writes_and_fills_the_gap_with_pings():
-    writes = [(0.0, b"a"), (10.0, b"b"), (20.0, b"c")]
-    stalled = list(server.with_stall(writes, after_ms=10.0, stall_ms=50.0, heartbeat_ms=20.0))
-    assert stalled == [
-        (0.0, b"a"),
-        (10.0, b"b"),
-        (30.0, b": ping\n\n"),
-        (50.0, b": ping\n\n"),
-        (70.0, b"c"),
-    ]
-
-
-def test_stall_point_is_after_half_the_tokens_rounded_up():
-    assert server.stall_point_ms([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]) == 30.0
-    assert server.stall_point_ms([10.0, 20.0, 30.0]) == 20.0
-    assert server.stall_point_ms([]) == 0.0
 
 
 def test_per_request_prefill_ms_overrides_the_server_default(server_url, arrivals):
@@ -728,7 +712,7 @@ def test_running_leaves_no_thread_behind():
 def test_the_listening_socket_turns_nagle_off_so_small_writes_leave_at_once():
     import socket
 
-    sock = server.bind_socket()
+    sock = background.bind_socket()
     try:
         assert sock.proto == socket.IPPROTO_TCP  # asyncio sets TCP_NODELAY only then
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
@@ -738,11 +722,11 @@ def test_the_listening_socket_turns_nagle_off_so_small_writes_leave_at_once():
 
 
 def test_only_non_loopback_hosts_get_a_warning():
-    assert server.bind_warning("127.0.0.1") is None
-    assert server.bind_warning("::1") is None
-    assert server.bind_warning("localhost") is None
-    assert "0.0.0.0" in server.bind_warning("0.0.0.0")
-    assert server.bind_warning("192.168.1.20") is not None
+    assert cli.bind_warning("127.0.0.1") is None
+    assert cli.bind_warning("::1") is None
+    assert cli.bind_warning("localhost") is None
+    assert "0.0.0.0" in cli.bind_warning("0.0.0.0")
+    assert cli.bind_warning("192.168.1.20") is not None
 
 
 def _start_cli(*args: str) -> tuple[subprocess.Popen, str]:
@@ -878,7 +862,7 @@ def test_the_command_line_refuses_unusable_times_and_ports_with_a_usage_error(
 
 def test_bind_socket_refuses_a_port_outside_0_to_65535_with_a_value_error():
     with pytest.raises(ValueError, match="0 to 65535"):
-        server.bind_socket(port=99999)
+        background.bind_socket(port=99999)
 
 
 # --------------------------------------------------------------------------- never a 500
@@ -968,7 +952,7 @@ def test_an_unexpected_server_error_still_answers_with_an_api_style_json_error(m
         raise RuntimeError("simulated bug")
 
     with server.running(prefill_ms=0, per_token_ms=0) as url:
-        monkeypatch.setattr(server.llm, "answer_for", broken)
+        monkeypatch.setattr(app.llm, "answer_for", broken)
         openai_reply = httpx.post(url + OPENAI, json=ASK)
         anthropic_reply = httpx.post(url + ANTHROPIC, json=ASK_ANTHROPIC)
         monkeypatch.undo()

@@ -20,8 +20,8 @@ import openai
 import pytest
 from httpx_sse import connect_sse
 
-from lessonkit import llm
-from lessonkit.client import read_stream
+from lessonkit.core import llm
+from lessonkit.core.client import read_stream
 
 pytestmark = pytest.mark.server
 

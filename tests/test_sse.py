@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from strategies import bytes_and_chunks, chunkings, plain_streams, sse_bytes, wire_like_bytes
 
-from lessonkit.sse import Event, EventTooLarge, SSEDecoder, comment, decode_all, encode
+from lessonkit.core.sse import Event, EventTooLarge, SSEDecoder, comment, decode_all, encode
 
 CASES = json.loads((Path(__file__).parent / "conformance" / "sse_cases.json").read_text())
 

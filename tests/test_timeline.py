@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lessonkit import timeline
-from lessonkit.client import StreamReader
-from lessonkit.llm import RUNNING_PROMPT, answer_for, long_answer, stream_writes
-from lessonkit.network import Arrival, buffer_until_end, deliver
-from lessonkit.timeline import (
+from lessonkit.core import timeline
+from lessonkit.core.client import StreamReader
+from lessonkit.core.llm import RUNNING_PROMPT, answer_for, long_answer, stream_writes
+from lessonkit.core.network import Arrival, buffer_until_end, deliver
+from lessonkit.core.timeline import (
     Measured,
     Timings,
     cancel_savings,

@@ -89,12 +89,12 @@ JupyterLab and the kernel come from the same environment)."""
     ),
     code(
         """# NBVAL_IGNORE_OUTPUT
-from lessonkit.envcheck import report
+from lessonkit.lab.envcheck import report
 
 print(report())"""
     ),
     code(
-        """from lessonkit.envcheck import widget_check
+        """from lessonkit.lab.envcheck import widget_check
 
 widget_check()"""
     ),

@@ -28,7 +28,7 @@ from labdriver import (
 )
 from playwright.sync_api import expect
 
-from lessonkit import llm
+from lessonkit.core import llm
 
 pytestmark = pytest.mark.browser
 
@@ -63,9 +63,9 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
         "browser_demo.ipynb",
         [
             "import contextlib\n"
-            "from lessonkit import browser_demo, proxy, server\n"
+            "from lessonkit import serve\nfrom lessonkit.lab import browser_demo\nfrom lessonkit.serve import proxy\n"
             "stack = contextlib.ExitStack()\n"
-            f"url = stack.enter_context(server.running(prefill_ms=300, per_token_ms={PER_TOKEN_MS}))\n"
+            f"url = stack.enter_context(serve.running(prefill_ms=300, per_token_ms={PER_TOKEN_MS}))\n"
             "buffered_url = stack.enter_context(proxy.running_proxy(url, buffer=True))",
             "browser_demo.BrowserStreamDemo(url)",
             "browser_demo.BrowserStreamDemo(buffered_url)",

@@ -36,7 +36,8 @@ from labdriver import (
 )
 from playwright.sync_api import expect
 
-from lessonkit import explore, render
+from lessonkit.core import practice, render
+from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, views
 
 pytestmark = pytest.mark.browser
 
@@ -61,7 +62,7 @@ NOT_EXPLORERS = {"prediction_picker"}  # a dropdown to record a guess: nothing t
 
 
 def test_every_explorer_in_lessonkit_widgets_has_an_interaction_test() -> None:
-    from lessonkit import widgets
+    from lessonkit.lab import widgets
 
     public = {
         name
@@ -162,7 +163,7 @@ def timeline_shows_time_it_reads(out: Any, **params: int) -> bool:
     t_text = out.locator(".lk-timeline-t .widget-html-content").text_content() or ""
     if not re.search(r"[\d,]+ ms", t_text):
         return False
-    readouts = explore.timeline_readouts(explore.timeline_view(shown_ms(t_text), **params))
+    readouts = lesson01.timeline_readouts(lesson01.timeline_view(shown_ms(t_text), **params))
     shown = {
         name: normalized(out.locator(f".lk-timeline-{name} .widget-html-content").text_content())
         for name in readouts
@@ -180,7 +181,7 @@ def test_timeline_readouts_show_the_new_ttft_and_total_when_prefill_moves(
 
     set_slider(out.locator(".lk-prefill-ms"), 500)
 
-    expected = explore.timeline_readouts(explore.timeline_view(0, prefill_ms=500))
+    expected = lesson01.timeline_readouts(lesson01.timeline_view(0, prefill_ms=500))
     ttft = out.locator(".lk-timeline-ttft .widget-html-content")
     expect(ttft).to_have_text(expected["ttft"], timeout=TIMEOUT_MS)
     expect(out.locator(".lk-timeline-total .widget-html-content")).to_have_text(expected["total"])
@@ -189,10 +190,10 @@ def test_timeline_readouts_show_the_new_ttft_and_total_when_prefill_moves(
         timeout_s=30,
         what="the readouts for prefill 500 ms",
     )
-    view = explore.timeline_view(
+    view = lesson01.timeline_view(
         shown_ms(out.locator(".lk-timeline-t").text_content()), prefill_ms=500
     )
-    blocking, streaming = explore.timeline_panes(view)
+    blocking, streaming = lesson01.timeline_panes(view)
     expect(out.locator(".lk-pane-streaming")).to_contain_text(normalized(streaming))
     expect(out.locator(".lk-pane-blocking")).to_contain_text(normalized(blocking))
     expect(plot).not_to_have_attribute("src", before or "", timeout=TIMEOUT_MS)
@@ -222,29 +223,29 @@ def test_cancel_readouts_show_what_stopping_at_the_new_time_saves(
     explorers: ExplorerNotebook,
 ) -> None:
     out = explorers.output("cancel")
-    expect_readouts(out, "lk-cancel-", explore.cancel_readouts(explore.cancel_view(2000)))
+    expect_readouts(out, "lk-cancel-", lesson01.cancel_readouts(lesson01.cancel_view(2000)))
 
     set_slider(out.locator(".lk-cancel-at-ms"), 5000)
-    expect_readouts(out, "lk-cancel-", explore.cancel_readouts(explore.cancel_view(5000)))
+    expect_readouts(out, "lk-cancel-", lesson01.cancel_readouts(lesson01.cancel_view(5000)))
 
     price = out.locator(".lk-cancel-price input")
     price.fill("25")
     price.press("Enter")
-    view = explore.cancel_view(5000, usd_per_million_tokens=25.0)
-    expect_readouts(out, "lk-cancel-", explore.cancel_readouts(view))
+    view = lesson01.cancel_view(5000, usd_per_million_tokens=25.0)
+    expect_readouts(out, "lk-cancel-", lesson01.cancel_readouts(view))
 
 
 def test_decode_loop_play_steps_through_the_passes(explorers: ExplorerNotebook) -> None:
     out = explorers.output("decode_play")
-    steps = explore.decode_steps()
+    steps = lesson01.decode_steps()
     view = out.locator(".lk-decode-view .widget-html-content")
-    expect_html(view, explore.decode_step_html(steps[0]))
+    expect_html(view, views.decode_step_html(steps[0]))
 
     out.locator(".lk-play button").first.click()
     seen = watch_texts(view, until=lambda texts: len(texts) >= 3)
     out.locator(".lk-play button").nth(1).click()
 
-    expected_texts = [html_text(explore.decode_step_html(step)) for step in steps]
+    expected_texts = [html_text(views.decode_step_html(step)) for step in steps]
     assert all(text in expected_texts for text in seen), f"unexpected pass views: {seen}"
     passes = [expected_texts.index(text) for text in seen]
     assert passes == sorted(passes), f"passes went backwards: {passes}"
@@ -267,32 +268,32 @@ def test_wire_inspector_shows_the_chosen_dialects_write_and_screen(
     out.locator(".lk-dialect button", has_text="anthropic").click()
     set_slider(out.locator(".lk-wire-write"), 4)
 
-    rows = explore.wire_rows("anthropic")
+    rows = lesson02.wire_rows("anthropic")
     row = rows[4]
     meaning = out.locator(".lk-wire-meaning .widget-html-content")
-    expect(meaning).to_contain_text(normalized(explore.row_summary(row)), timeout=TIMEOUT_MS)
+    expect(meaning).to_contain_text(normalized(lesson02.row_summary(row)), timeout=TIMEOUT_MS)
     expect(meaning).to_contain_text(f"write 4 at {row.at_ms:.0f} ms")
     screen = out.locator(".lk-wire-screen .widget-html-content")
     expect(screen).to_contain_text(normalized(repr(row.screen)), timeout=TIMEOUT_MS)
-    expect_html(out.locator(".lk-wire-view .widget-html-content"), explore.inspector_html(rows, 4))
+    expect_html(out.locator(".lk-wire-view .widget-html-content"), views.inspector_html(rows, 4))
 
 
 def test_walkthrough_next_and_back_buttons_change_the_step_shown(
     explorers: ExplorerNotebook,
 ) -> None:
     out = explorers.output("walkthrough")
-    steps = explore.walkthrough_steps()
+    steps = lesson02.walkthrough_steps()
     view = out.locator(".lk-walk-view .widget-html-content")
-    expect_html(view, explore.walk_step_html(steps[0]))
+    expect_html(view, views.walk_step_html(steps[0]))
 
     for number in (2, 3, 4):
         out.locator(".lk-walk-next").click()
-        expect_html(view, explore.walk_step_html(steps[number - 1]))
+        expect_html(view, views.walk_step_html(steps[number - 1]))
     screen = out.locator(".lk-walk-screen .widget-html-content")
     expect(screen).to_contain_text(normalized(repr(steps[3].screen)), timeout=TIMEOUT_MS)
 
     out.locator(".lk-walk-back").click()
-    expect_html(view, explore.walk_step_html(steps[2]))
+    expect_html(view, views.walk_step_html(steps[2]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,17 +304,17 @@ def test_arrival_stepper_follows_typed_cut_positions_and_the_step_slider(
     explorers: ExplorerNotebook,
 ) -> None:
     out = explorers.output("stepper")
-    wire, _ = explore.worked_example()
+    wire, _ = lesson03.worked_example()
     positions = out.locator(".lk-cut-positions input")
     positions.fill("10, 30")
     set_slider(out.locator(".lk-arrival-step"), 2)
 
-    expected = explore.stepper_readouts(wire, chunk_bytes=16, positions_text="10, 30", step=2)
+    expected = lesson03.stepper_readouts(wire, chunk_bytes=16, positions_text="10, 30", step=2)
     expected.pop("arrivals")
     expect_readouts(out, "lk-stepper-", expected)
 
     press_slider_key(out.locator(".lk-arrival-step"), "ArrowRight")
-    expected = explore.stepper_readouts(wire, chunk_bytes=16, positions_text="10, 30", step=3)
+    expected = lesson03.stepper_readouts(wire, chunk_bytes=16, positions_text="10, 30", step=3)
     expected.pop("arrivals")
     expect_readouts(out, "lk-stepper-", expected)
 
@@ -330,7 +331,7 @@ def test_utf8_explorer_readouts_follow_the_cut(
 def _utf8_expected(text: str, cut_at_byte: int) -> dict[str, str]:
     names = {"bytes": "bytes", "cut": "cut", "per_chunk": "per-chunk", "replace": "replace"}
     names["incremental"] = "incremental"
-    values = explore.utf8_readouts(text, cut_at_byte)
+    values = lesson03.utf8_readouts(text, cut_at_byte)
     return {suffix: values[key] for key, suffix in names.items()}
 
 
@@ -338,7 +339,7 @@ def test_drop_explorer_shows_the_text_and_complete_flag_for_the_new_drop_point(
     explorers: ExplorerNotebook,
 ) -> None:
     out = explorers.output("drop")
-    wire = explore.lesson_wire()
+    wire = practice.practice_wire()
     plot = out.locator(".lk-drop-plot img")
     expect(plot).to_have_count(1, timeout=TIMEOUT_MS)
     before = plot.get_attribute("src")
@@ -355,7 +356,7 @@ def test_drop_explorer_shows_the_text_and_complete_flag_for_the_new_drop_point(
 def _drop_expected(wire: bytes, n_bytes: int) -> dict[str, str]:
     names = {"position": "position-readout", "screen": "screen", "complete": "complete"}
     names["held"] = "held"
-    values = explore.drop_readouts(wire, n_bytes)
+    values = lesson04.drop_readouts(wire, n_bytes)
     return {suffix: values[key] for key, suffix in names.items()}
 
 

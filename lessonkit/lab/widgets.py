@@ -12,7 +12,9 @@ from collections.abc import Iterable
 import ipywidgets as widgets
 from IPython.display import Image
 
-from lessonkit import explore, llm, plots, render, timeline
+from lessonkit.lab import plots
+from lessonkit.core import llm, practice, render, timeline
+from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, views
 
 # ---------------------------------------------------------------------------
 # Lessons 03-05: arrival stepper, UTF-8 explorer, drop explorer, predictions, flicker
@@ -46,10 +48,10 @@ def arrival_stepper(
     """Return the arrival stepper: cut the wire (chunk size or typed offsets), step through arrivals.
 
     Readouts (CSS classes): lk-stepper-cuts, lk-stepper-arrival, lk-stepper-events,
-    lk-stepper-buffer, lk-stepper-screen; state from explore.stepper_readouts.
+    lk-stepper-buffer, lk-stepper-screen; state from lesson03.stepper_readouts.
     """
     if wire is None:
-        wire, cuts = explore.worked_example()
+        wire, cuts = lesson03.worked_example()
         positions_text = ", ".join(map(str, cuts)) if positions_text is None else positions_text
     size = widgets.IntSlider(chunk_bytes, 1, len(wire), description="chunk bytes")
     size.add_class("lk-chunk-size")
@@ -63,7 +65,7 @@ def arrival_stepper(
     readouts = {name: _readout(f"lk-stepper-{name}") for name in names}
 
     def update(_change=None) -> None:
-        values = explore.stepper_readouts(
+        values = lesson03.stepper_readouts(
             wire, chunk_bytes=size.value, positions_text=positions.value, step=step.value
         )
         step.max = int(values["arrivals"])
@@ -82,7 +84,7 @@ def utf8_explorer(text: str = "café 🙂", cut_at_byte: int = 4) -> widgets.VBo
     """Return the UTF-8 explorer: cut a text's bytes anywhere and compare three ways to decode.
 
     Readouts: lk-utf8-bytes, lk-utf8-cut, lk-utf8-per-chunk, lk-utf8-replace,
-    lk-utf8-incremental; state from explore.utf8_readouts.
+    lk-utf8-incremental; state from lesson03.utf8_readouts.
     """
     source = widgets.Text(text, description="text")
     source.add_class("lk-utf8-text")
@@ -94,7 +96,7 @@ def utf8_explorer(text: str = "café 🙂", cut_at_byte: int = 4) -> widgets.VBo
 
     def update(_change=None) -> None:
         cut.max = len(source.value.encode())
-        values = explore.utf8_readouts(source.value, min(cut.value, cut.max))
+        values = lesson03.utf8_readouts(source.value, min(cut.value, cut.max))
         for key, readout in readouts.items():
             _show(readout, values[key])
 
@@ -110,10 +112,10 @@ def drop_explorer(wire: bytes | None = None, n_bytes: int = 70) -> widgets.VBox:
     """Return the drop explorer: a drop-position slider, what is on screen, and the staircase plot.
 
     Readouts: lk-drop-position-readout, lk-drop-screen, lk-drop-complete, lk-drop-held;
-    the plot sits in an Output with class lk-drop-plot. State from explore.drop_readouts.
+    the plot sits in an Output with class lk-drop-plot. State from lesson04.drop_readouts.
     """
-    wire = explore.lesson_wire() if wire is None else wire
-    lengths = explore.drop_staircase(wire)
+    wire = practice.practice_wire() if wire is None else wire
+    lengths = lesson04.drop_staircase(wire)
     position = widgets.IntSlider(n_bytes, 0, len(wire), description="drop after")
     position.add_class("lk-drop-position")
     names = {"position": "position-readout", "screen": "screen", "complete": "complete"}
@@ -123,7 +125,7 @@ def drop_explorer(wire: bytes | None = None, n_bytes: int = 70) -> widgets.VBox:
     plot.add_class("lk-drop-plot")
 
     def update(_change=None) -> None:
-        values = explore.drop_readouts(wire, position.value)
+        values = lesson04.drop_readouts(wire, position.value)
         for key, readout in readouts.items():
             _show(readout, values[key])
         plot.outputs = ()
@@ -141,10 +143,10 @@ def prediction_picker(
     choices: Iterable[str], *, css_class: str = "lk-prediction"
 ) -> widgets.Dropdown:
     """Return a dropdown to record a prediction before a run; it starts on the placeholder."""
-    options = [explore.PREDICTION_PLACEHOLDER, *choices]
+    options = [lesson04.PREDICTION_PLACEHOLDER, *choices]
     picker = widgets.Dropdown(
         options=options,
-        value=explore.PREDICTION_PLACEHOLDER,
+        value=lesson04.PREDICTION_PLACEHOLDER,
         description="I predict",
         layout=widgets.Layout(width="max-content"),
     )
@@ -233,18 +235,18 @@ def _played(slider: widgets.IntSlider, interval_ms: int) -> widgets.HBox:
 def decode_loop_player(
     prompt: str = llm.RUNNING_PROMPT, *, max_tokens: int | None = None, index: int = 0
 ) -> widgets.VBox:
-    """Return the decode-loop player: Play steps through the passes of explore.decode_steps.
+    """Return the decode-loop player: Play steps through the passes of lesson01.decode_steps.
 
     CSS: lk-decode-explorer; slider lk-decode-pass; readout lk-decode-view (the tokens
     the pass reads and the one it writes).
     """
-    steps = explore.decode_steps(prompt, max_tokens=max_tokens)
+    steps = lesson01.decode_steps(prompt, max_tokens=max_tokens)
     step = widgets.IntSlider(index, 0, len(steps) - 1, description="pass")
     step.add_class("lk-decode-pass")
     view = _readout("lk-decode-view")
 
     def update(_=None) -> None:
-        view.value = explore.decode_step_html(steps[step.value])
+        view.value = views.decode_step_html(steps[step.value])
 
     step.observe(update, "value")
     update()
@@ -281,7 +283,7 @@ def timeline_explorer(
 
     CSS: lk-timeline-explorer; sliders lk-prefill-ms, lk-per-token-ms, lk-n-tokens,
     lk-latency-ms, lk-t-ms; panes lk-timeline-screens; plot lk-timeline-plot; readouts
-    lk-timeline-t, -ttft, -blocking, -total, -visible (explore.timeline_readouts).
+    lk-timeline-t, -ttft, -blocking, -total, -visible (lesson01.timeline_readouts).
     """
     sliders = {
         "prefill_ms": widgets.IntSlider(prefill_ms, 0, 3000, 10, description="prefill ms"),
@@ -310,19 +312,19 @@ def timeline_explorer(
     def show_time(_=None) -> None:
         if state["rescaling"]:  # t.max is moving: new_speeds draws once when it is done
             return
-        view = explore.timeline_view(t.value, **params())
-        _fill(readouts, explore.timeline_readouts(view))
-        screens.value = explore.timeline_panes_html(view)
+        view = lesson01.timeline_view(t.value, **params())
+        _fill(readouts, lesson01.timeline_readouts(view))
+        screens.value = views.timeline_panes_html(view)
         plot.value = state["figure"].png_at(view.t_ms)
 
     def new_speeds(_=None) -> None:
-        t_max = int(explore.timeline_t_max_ms(**params()))
+        t_max = int(lesson01.timeline_t_max_ms(**params()))
         state["rescaling"] = True
         try:
             t.max, t.step = t_max, _round_step(t_max // 100)
         finally:
             state["rescaling"] = False
-        state["figure"] = plots.TimelinePlot(explore.timeline_view(t.value, **params()))
+        state["figure"] = plots.TimelinePlot(lesson01.timeline_view(t.value, **params()))
         show_time()
 
     for slider in sliders.values():
@@ -363,8 +365,8 @@ def cancel_explorer(
     options = {"n_tokens": n_tokens, "prefill_ms": prefill_ms, "per_token_ms": per_token_ms}
 
     def update(_=None) -> None:
-        view = explore.cancel_view(at.value, usd_per_million_tokens=price.value, **options)
-        _fill(readouts, explore.cancel_readouts(view))
+        view = lesson01.cancel_view(at.value, usd_per_million_tokens=price.value, **options)
+        _fill(readouts, lesson01.cancel_readouts(view))
         plot.value = _png_bytes(plots.plot_cancel(view))
 
     at.observe(update, "value")
@@ -391,14 +393,14 @@ def wire_inspector(dialect: str = "openai", index: int = 1) -> widgets.VBox:
     meaning, screen = _readout("lk-wire-meaning"), _readout("lk-wire-screen")
 
     def update(_=None) -> None:
-        rows = explore.wire_rows(choice.value)
+        rows = lesson02.wire_rows(choice.value)
         row = rows[min(write.value, len(rows) - 1)]
-        view.value = explore.inspector_html(rows, write.value)
-        _show(meaning, f"write {row.index} at {row.at_ms:.0f} ms: {explore.row_summary(row)}")
+        view.value = views.inspector_html(rows, write.value)
+        _show(meaning, f"write {row.index} at {row.at_ms:.0f} ms: {lesson02.row_summary(row)}")
         _show(screen, f"screen: {row.screen!r}" + ("  (complete)" if row.done else ""))
 
     def switch(_=None) -> None:
-        write.max = len(explore.wire_rows(choice.value)) - 1
+        write.max = len(lesson02.wire_rows(choice.value)) - 1
         update()
 
     choice.observe(switch, "value")
@@ -415,7 +417,7 @@ def walkthrough_stepper(number: int = 1) -> widgets.VBox:
     CSS: lk-walkthrough; buttons lk-walk-back, lk-walk-next; slider lk-walk-step;
     readouts lk-walk-view (title, bytes, explanation), lk-walk-screen.
     """
-    steps = explore.walkthrough_steps()
+    steps = lesson02.walkthrough_steps()
     step = widgets.IntSlider(number, 1, len(steps), description="step")
     step.add_class("lk-walk-step")
     back, forward = widgets.Button(description="◀ back"), widgets.Button(description="next ▶")
@@ -424,7 +426,7 @@ def walkthrough_stepper(number: int = 1) -> widgets.VBox:
     view, screen = _readout("lk-walk-view"), _readout("lk-walk-screen")
 
     def update(_=None) -> None:
-        view.value = explore.walk_step_html(steps[step.value - 1])
+        view.value = views.walk_step_html(steps[step.value - 1])
         _show(screen, f"on screen after step {step.value}: {steps[step.value - 1].screen!r}")
 
     back.on_click(lambda _: setattr(step, "value", max(step.min, step.value - 1)))

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from lessonkit.core import llm
+
 __all__ = [
     "Frame",
     "Measured",
@@ -42,8 +44,6 @@ __all__ = [
     "response_times",
     "visible_times_ms",
 ]
-
-PHASES = ("waiting", "prefill", "decoding", "done")
 
 
 def _check_times(prefill_ms: float, per_token_ms: float, latency_ms: float = 0) -> None:
@@ -98,20 +98,25 @@ def response_times(
     300, 40, 500 -> total 20,300 ms; 300, 40, 6 -> first 340 ms, total 540 ms.
     With no tokens there is nothing to show early: first = total.
     """
-    _check_times(prefill_ms, per_token_ms, latency_ms)
-    _check_count(n_tokens)
-    total_ms = latency_ms + prefill_ms + n_tokens * per_token_ms
-    first_ms = latency_ms + prefill_ms + per_token_ms if n_tokens else total_ms
+    times = visible_times_ms(
+        n_tokens, prefill_ms=prefill_ms, per_token_ms=per_token_ms, latency_ms=latency_ms
+    )
+    total_ms = times[-1] if times else latency_ms + prefill_ms
+    first_ms = times[0] if times else total_ms
     return Timings(streaming_first_ms=first_ms, blocking_first_ms=total_ms, total_ms=total_ms)
 
 
 def visible_times_ms(
     n_tokens: int, *, prefill_ms: float, per_token_ms: float, latency_ms: float = 0
 ) -> list[float]:
-    """Return when each streamed token becomes visible: latency + prefill + (i + 1) * per_token."""
+    """Return when each streamed token becomes visible: its generation time plus the round trip.
+
+    The model's formula (token i at prefill + (i + 1) * per_token) is llm.token_times_ms's.
+    """
     _check_times(prefill_ms, per_token_ms, latency_ms)
     _check_count(n_tokens)
-    return [latency_ms + prefill_ms + (i + 1) * per_token_ms for i in range(n_tokens)]
+    made_ms = llm.token_times_ms(n_tokens, prefill_ms=prefill_ms, per_token_ms=per_token_ms)
+    return [latency_ms + at_ms for at_ms in made_ms]
 
 
 def gaps_ms(times_ms: Iterable[float]) -> tuple[float, ...]:

@@ -1,8 +1,8 @@
 """HTTP seen from the client side, live: raw socket bytes, timed requests, a cancelled stream.
 
 An edge module: it opens sockets and reads the clock. What the bytes mean is
-decided by the pure core (lessonkit.explore.split_response / parse_chunked,
-lessonkit.client.StreamReader, lessonkit.timeline.measure).
+decided by the pure core (lessonkit.core.framing.split_response / parse_chunked,
+lessonkit.core.client.StreamReader, lessonkit.core.timeline.measure).
 
     raw_http(url, body)        the exact bytes of a response, read over a plain socket
     target_from_env(url)       where to measure: LESSON_BASE_URL etc., else the local server
@@ -12,7 +12,6 @@ lessonkit.client.StreamReader, lessonkit.timeline.measure).
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
@@ -22,8 +21,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from lessonkit import explore, llm, timeline
-from lessonkit.client import StreamReader
+from lessonkit.core import framing, llm, timeline
+from lessonkit.core.client import StreamReader
 
 __all__ = [
     "CancelResult",
@@ -46,23 +45,23 @@ class RawExchange:
     arrivals: tuple[tuple[float, bytes], ...]  # (ms since the request was sent, bytes)
 
     @property
-    def head(self) -> explore.ResponseHead:
+    def head(self) -> framing.ResponseHead:
         """The status line and headers."""
-        return explore.split_response(self.response)[0]
+        return framing.split_response(self.response)[0]
 
     @property
     def body(self) -> bytes:
         """The body bytes exactly as they came (still chunk-framed if chunked)."""
-        return explore.split_response(self.response)[1]
+        return framing.split_response(self.response)[1]
 
 
 def _response_complete(raw: bytes) -> bool:
     try:
-        head, body = explore.split_response(raw)
+        head, body = framing.split_response(raw)
     except ValueError:
         return False
     if (head.header("Transfer-Encoding") or "").lower() == "chunked":
-        return explore.chunked_complete(body)
+        return framing.chunked_complete(body)
     length = head.header("Content-Length")
     return length is not None and len(body) >= int(length)
 
@@ -86,7 +85,7 @@ def raw_http(
         raise ValueError(f"raw_http speaks plain http:// only, got {url!r}")
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     path = parts.path + (f"?{parts.query}" if parts.query else "")
-    request = explore.request_bytes(
+    request = framing.request_bytes(
         path or "/",
         body,
         method=method or ("POST" if body is not None else "GET"),
@@ -248,8 +247,3 @@ def cancel_stream(
         after = _stats_when_idle(client, base_url, before["active_streams"], settle_s)
     answer_tokens = len(llm.answer_for(prompt).tokens)
     return CancelResult(reader.text, received, answer_tokens, before, after)
-
-
-def pretty_json(data: object) -> str:
-    """Return `data` as indented JSON (for printing stats)."""
-    return json.dumps(data, indent=2, sort_keys=True)

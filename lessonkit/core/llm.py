@@ -39,7 +39,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lessonkit import sse
+from lessonkit.core import network, sse
+from lessonkit.core.dialects import DIALECTS
 
 __all__ = [
     "DIALECTS",
@@ -58,7 +59,6 @@ __all__ = [
 RUNNING_PROMPT = "When will my order arrive?"
 RUNNING_ANSWER = "Your order ships on Monday."
 
-DIALECTS = ("lesson", "openai", "anthropic", "eventsource")
 FINISH_REASONS = ("stop", "length")
 _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens"}
 
@@ -326,110 +326,130 @@ def _anthropic_event(obj: dict) -> bytes:
     return sse.encode(_json(obj), event=obj["type"])
 
 
-def _plan(
-    answer: Answer,
-    dialect: str,
-    *,
-    first_index: int,
-    include_usage: bool,
-    model: str,
-    created: int,
-    rid: str,
-    retry_ms: int | None,
-) -> tuple[list[bytes], list[bytes], list[bytes]]:
-    """Return the writes of one stream without times: opening, one per token, closing."""
-    tokens = answer.tokens[first_index:]
-    n_sent = len(tokens)
-    opening: list[bytes] = []
-    per_token: list[bytes] = []
-    closing: list[bytes] = []
-    if dialect == "lesson" or dialect == "eventsource":
-        if dialect == "eventsource" and retry_ms is not None:
-            # A block with only a retry: field sets the reconnection delay and
-            # dispatches nothing (an empty data: line would dispatch "").
-            if isinstance(retry_ms, bool) or not isinstance(retry_ms, int) or retry_ms < 0:
-                raise ValueError(f"retry_ms must be a whole number of ms or None, got {retry_ms!r}")
-            opening.append(f"retry: {retry_ms}\n\n".encode())
-        for offset, token in enumerate(tokens):
-            payload: dict = {"delta": token}
-            if offset == n_sent - 1:
-                payload["finish_reason"] = answer.finish_reason  # the last token says why
-            event_id = str(first_index + offset) if dialect == "eventsource" else None
-            per_token.append(sse.encode(_json(payload), id=event_id))
-        if not tokens:
-            # Nothing left to generate (a resume after the last token): one empty event
-            # still carries the finish reason. In eventsource it repeats the last token's
-            # id, so every event has an id and a reconnect from here loses nothing.
-            last_id = str(max(first_index - 1, 0)) if dialect == "eventsource" else None
-            finish = {"delta": "", "finish_reason": answer.finish_reason}
-            closing.append(sse.encode(_json(finish), id=last_id))
-        if dialect == "eventsource":
-            closing.append(sse.encode("[DONE]", event="done", id=str(len(answer.tokens))))
-        else:
-            closing.append(sse.encode("[DONE]"))
-    elif dialect == "openai":
-        common = {"rid": rid, "created": created, "model": model, "usage": include_usage}
-        opening.append(_openai_chunk({"role": "assistant", "content": ""}, None, **common))
-        for token in tokens:
-            per_token.append(_openai_chunk({"content": token}, None, **common))
-        closing.append(_openai_chunk({}, answer.finish_reason, **common))
-        if include_usage:
-            usage_chunk = {
-                "id": rid,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
-                "choices": [],
-                "usage": answer.usage(),
-            }
-            closing.append(sse.encode(_json(usage_chunk)))
+@dataclass(frozen=True)
+class _Plan:
+    """What one stream writes, before times are known: what opens it, one write per token
+    sent, and what closes it. ``first_index`` is the first token sent (after a resume)."""
+
+    answer: Answer
+    first_index: int
+    include_usage: bool
+    model: str
+    created: int
+    rid: str
+    retry_ms: int | None
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.answer.tokens[self.first_index :]
+
+
+Writes = tuple[list[bytes], list[bytes], list[bytes]]
+
+
+def _lesson_writes(plan: _Plan, *, with_ids: bool = False) -> Writes:
+    """The lesson dialect: {"delta": t} per token, [DONE]; "eventsource" adds ids and retry."""
+    opening, per_token, closing = [], [], []
+    if with_ids and plan.retry_ms is not None:
+        # A block with only a retry: field sets the reconnection delay and
+        # dispatches nothing (an empty data: line would dispatch "").
+        retry_ms = plan.retry_ms
+        if isinstance(retry_ms, bool) or not isinstance(retry_ms, int) or retry_ms < 0:
+            raise ValueError(f"retry_ms must be a whole number of ms or None, got {retry_ms!r}")
+        opening.append(f"retry: {retry_ms}\n\n".encode())
+    tokens = plan.tokens
+    for offset, token in enumerate(tokens):
+        payload: dict = {"delta": token}
+        if offset == len(tokens) - 1:
+            payload["finish_reason"] = plan.answer.finish_reason  # the last token says why
+        event_id = str(plan.first_index + offset) if with_ids else None
+        per_token.append(sse.encode(_json(payload), id=event_id))
+    if not tokens:
+        # Nothing left to generate (a resume after the last token): one empty event
+        # still carries the finish reason. With ids it repeats the last token's id,
+        # so every event has an id and a reconnect from here loses nothing.
+        last_id = str(max(plan.first_index - 1, 0)) if with_ids else None
+        finish = {"delta": "", "finish_reason": plan.answer.finish_reason}
+        closing.append(sse.encode(_json(finish), id=last_id))
+    if with_ids:
+        closing.append(sse.encode("[DONE]", event="done", id=str(len(plan.answer.tokens))))
+    else:
         closing.append(sse.encode("[DONE]"))
-    else:  # anthropic
-        message = {
-            "id": rid,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": answer.prompt_tokens, "output_tokens": 0},
-        }
-        opening.append(_anthropic_event({"type": "message_start", "message": message}))
-        opening.append(
-            _anthropic_event(
-                {
-                    "type": "content_block_start",
-                    "index": 0,
-                    "content_block": {"type": "text", "text": ""},
-                }
-            )
-        )
-        for token in tokens:
-            per_token.append(
-                _anthropic_event(
-                    {
-                        "type": "content_block_delta",
-                        "index": 0,
-                        "delta": {"type": "text_delta", "text": token},
-                    }
-                )
-            )
-        closing.append(_anthropic_event({"type": "content_block_stop", "index": 0}))
-        closing.append(
-            _anthropic_event(
-                {
-                    "type": "message_delta",
-                    "delta": {
-                        "stop_reason": _ANTHROPIC_STOP[answer.finish_reason],
-                        "stop_sequence": None,
-                    },
-                    "usage": {"output_tokens": answer.completion_tokens},
-                }
-            )
-        )
-        closing.append(_anthropic_event({"type": "message_stop"}))
     return opening, per_token, closing
+
+
+def _eventsource_writes(plan: _Plan) -> Writes:
+    """The browser flavour of GET /v1/stream: the lesson's events with ids, retry, event: done."""
+    return _lesson_writes(plan, with_ids=True)
+
+
+def _openai_writes(plan: _Plan) -> Writes:
+    """chat.completion.chunk objects: a role chunk, one per token, the finish, usage, [DONE]."""
+    common = {"rid": plan.rid, "created": plan.created, "model": plan.model}
+    common["usage"] = plan.include_usage
+    opening = [_openai_chunk({"role": "assistant", "content": ""}, None, **common)]
+    per_token = [_openai_chunk({"content": token}, None, **common) for token in plan.tokens]
+    closing = [_openai_chunk({}, plan.answer.finish_reason, **common)]
+    if plan.include_usage:
+        usage_chunk = {
+            "id": plan.rid,
+            "object": "chat.completion.chunk",
+            "created": plan.created,
+            "model": plan.model,
+            "choices": [],
+            "usage": plan.answer.usage(),
+        }
+        closing.append(sse.encode(_json(usage_chunk)))
+    closing.append(sse.encode("[DONE]"))
+    return opening, per_token, closing
+
+
+def _anthropic_writes(plan: _Plan) -> Writes:
+    """Named events: message_start, content_block_start, one delta per token, ... message_stop."""
+    answer = plan.answer
+    message = {
+        "id": plan.rid,
+        "type": "message",
+        "role": "assistant",
+        "model": plan.model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": answer.prompt_tokens, "output_tokens": 0},
+    }
+    block = {"type": "text", "text": ""}
+    opening = [
+        _anthropic_event({"type": "message_start", "message": message}),
+        _anthropic_event({"type": "content_block_start", "index": 0, "content_block": block}),
+    ]
+    per_token = [
+        _anthropic_event(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}
+        )
+        for t in plan.tokens
+    ]
+    stop = {"stop_reason": _ANTHROPIC_STOP[answer.finish_reason], "stop_sequence": None}
+    closing = [
+        _anthropic_event({"type": "content_block_stop", "index": 0}),
+        _anthropic_event(
+            {
+                "type": "message_delta",
+                "delta": stop,
+                "usage": {"output_tokens": answer.completion_tokens},
+            }
+        ),
+        _anthropic_event({"type": "message_stop"}),
+    ]
+    return opening, per_token, closing
+
+
+# Each dialect's writer, as h11 keeps its readers in a table.
+_WRITERS = {
+    "lesson": _lesson_writes,
+    "eventsource": _eventsource_writes,
+    "openai": _openai_writes,
+    "anthropic": _anthropic_writes,
+}
 
 
 def stream_writes(
@@ -481,29 +501,17 @@ def stream_writes(
         n_sent, prefill_ms=prefill_ms, per_token_ms=per_token_ms, jitter_ms=jitter_ms, seed=seed
     )
     rid = response_id if response_id is not None else _default_id(answer, dialect)
-    opening, per_token, closing = _plan(
-        answer,
-        dialect,
-        first_index=first_index,
-        include_usage=include_usage,
-        model=model,
-        created=created,
-        rid=rid,
-        retry_ms=retry_ms,
-    )
+    plan = _Plan(answer, first_index, include_usage, model, created, rid, retry_ms)
+    opening, per_token, closing = _WRITERS[dialect](plan)
     end_ms = times[-1] if times else float(prefill_ms)
     schedule = [(0.0, data) for data in opening]
     schedule += list(zip(times, per_token, strict=True))
     schedule += [(end_ms, data) for data in closing]
 
-    last_ms = 0.0  # the headers went out at 0 ms
-    for at_ms, data in schedule:
-        if heartbeat_ms is not None:
-            while last_ms + heartbeat_ms < at_ms:
-                last_ms += heartbeat_ms
-                yield last_ms, sse.comment("ping")
-        yield at_ms, data
-        last_ms = max(last_ms, at_ms)
+    if heartbeat_ms is None:
+        yield from schedule
+    else:  # the headers went out at 0 ms: the silence is counted from there
+        yield from network.with_heartbeats(schedule, heartbeat_ms=heartbeat_ms, ping=sse.comment())
 
 
 def wire_bytes(answer: Answer, dialect: str, **options: object) -> bytes:

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from lessonkit.sse import Event
+from lessonkit.core.sse import Event
 
 __all__ = ["DIALECTS", "Step", "interpret"]
 

@@ -23,7 +23,7 @@ import anywidget
 import httpx
 import traitlets
 
-from lessonkit import llm
+from lessonkit.core import llm
 
 __all__ = ["BrowserStreamDemo", "describe", "request_count", "wait_until_idle"]
 

@@ -11,11 +11,13 @@ from collections.abc import Mapping, Sequence
 
 from matplotlib.figure import Figure
 
+from lessonkit.lab.views import OKABE_ITO, VERDICT_COLOURS
+
+C = OKABE_ITO
+
 # ---------------------------------------------------------------------------
 # Lessons 03-05: every-cut strips, the drop staircase, arrival times
 # ---------------------------------------------------------------------------
-
-VERDICT_COLOURS = {"ok": "#009E73", "wrong": "#E69F00", "error": "#CC79A7"}  # Okabe-Ito
 
 
 def _verdict_strip(ax, rows, xs, xlabel: str) -> None:
@@ -68,14 +70,16 @@ def plot_drop_staircase(
     """Return the characters on screen against the byte after which the connection drops."""
     fig = Figure(figsize=(8, 3.4), layout="constrained")
     ax = fig.subplots()
-    ax.step(range(len(lengths)), lengths, where="post", color="#0072B2", label="text on screen")
+    ax.step(range(len(lengths)), lengths, where="post", color=C["blue"], label="text on screen")
     for end in event_ends:
-        ax.axvline(end, color="#999999", linewidth=0.6, linestyle=":")
+        ax.axvline(end, color=C["grey"], linewidth=0.6, linestyle=":")
     if mark_bytes is not None:
         ax.axvline(
-            mark_bytes, color="#D55E00", linewidth=1.5, label=f"drop after {mark_bytes} bytes"
+            mark_bytes, color=C["vermillion"], linewidth=1.5, label=f"drop after {mark_bytes} bytes"
         )
-        ax.plot([mark_bytes], [lengths[min(mark_bytes, len(lengths) - 1)]], "o", color="#D55E00")
+        ax.plot(
+            [mark_bytes], [lengths[min(mark_bytes, len(lengths) - 1)]], "o", color=C["vermillion"]
+        )
     ax.set_xlabel("connection drops after this many bytes")
     ax.set_ylabel("characters on screen")
     ax.set_xlim(0, len(lengths) - 1)
@@ -89,7 +93,7 @@ def plot_arrival_curves(
     series: Mapping[str, Sequence[tuple[float, int]]], *, title: str, x_max_ms: float | None = None
 ) -> Figure:
     """Return bytes received against time (ms) for each named series of (at_ms, n_bytes) arrivals."""
-    colours = ["#0072B2", "#D55E00", "#009E73", "#CC79A7"]
+    colours = [C["blue"], C["vermillion"], C["green"], C["purple"]]
     fig = Figure(figsize=(8, 3.4), layout="constrained")
     ax = fig.subplots()
     for (name, arrivals), colour in zip(series.items(), colours, strict=False):
@@ -112,18 +116,6 @@ def plot_arrival_curves(
 # Lessons 01-02: the response timeline, stopping early, measured vs model, idle timeouts
 # ---------------------------------------------------------------------------
 
-OKABE_ITO = {
-    "orange": "#E69F00",
-    "sky": "#56B4E9",
-    "green": "#009E73",
-    "yellow": "#F0E442",
-    "blue": "#0072B2",
-    "vermillion": "#D55E00",
-    "purple": "#CC79A7",
-    "black": "#000000",
-    "grey": "#999999",
-}
-
 
 T_MARKER_GID = "timeline-now"  # the gid of the "now (t)" line in plot_timeline
 
@@ -131,31 +123,30 @@ T_MARKER_GID = "timeline-now"  # the gid of the "now (t)" line in plot_timeline
 def plot_timeline(view) -> Figure:
     """Return the blocking and streaming timelines of one answer, TTFT and total marked.
 
-    `view` is a lessonkit.explore.TimelineView: its t_ms is drawn as a moving line.
+    `view` is a lessonkit.lab.lesson01.TimelineView: its t_ms is drawn as a moving line.
     """
-    c = OKABE_ITO
     timings = view.timings
     fig = Figure(figsize=(8, 3.0), dpi=100, layout="constrained")
     ax = fig.subplots()
     latency, prefill = view.latency_ms, view.prefill_ms
     for row in (0, 1):
         if latency:
-            ax.barh(row, latency, left=0, height=0.5, color=c["grey"], label=None)
-        ax.barh(row, prefill, left=latency, height=0.5, color=c["orange"])
+            ax.barh(row, latency, left=0, height=0.5, color=C["grey"], label=None)
+        ax.barh(row, prefill, left=latency, height=0.5, color=C["orange"])
     # streaming (row 1): every token visible at its own time
     ax.vlines(
-        view.arrival_ms, 0.75, 1.25, color=c["blue"], linewidth=1 if view.n_tokens < 60 else 0.3
+        view.arrival_ms, 0.75, 1.25, color=C["blue"], linewidth=1 if view.n_tokens < 60 else 0.3
     )
     # blocking (row 0): a spinner until everything arrives at once
     ax.barh(0, timings.total_ms - latency - prefill, left=latency + prefill, height=0.5,
-            color=c["sky"], hatch="//", edgecolor="white")  # fmt: skip
-    ax.axvline(timings.streaming_first_ms, color=c["blue"], linestyle="--", linewidth=1.2)
-    ax.axvline(timings.total_ms, color=c["vermillion"], linestyle="--", linewidth=1.2)
-    ax.axvline(view.t_ms, color=c["black"], linewidth=1.5, gid=T_MARKER_GID)
+            color=C["sky"], hatch="//", edgecolor="white")  # fmt: skip
+    ax.axvline(timings.streaming_first_ms, color=C["blue"], linestyle="--", linewidth=1.2)
+    ax.axvline(timings.total_ms, color=C["vermillion"], linestyle="--", linewidth=1.2)
+    ax.axvline(view.t_ms, color=C["black"], linewidth=1.5, gid=T_MARKER_GID)
     ax.text(timings.streaming_first_ms, 1.45, f" TTFT {timings.streaming_first_ms:,.0f} ms",
-            color=c["blue"], va="center", fontsize=9)  # fmt: skip
+            color=C["blue"], va="center", fontsize=9)  # fmt: skip
     ax.text(timings.total_ms, -0.5, f"total {timings.total_ms:,.0f} ms ",
-            color=c["vermillion"], va="center", ha="right", fontsize=9)  # fmt: skip
+            color=C["vermillion"], va="center", ha="right", fontsize=9)  # fmt: skip
     ax.set_yticks([0, 1], ["blocking", "streaming"])
     ax.set_ylim(-0.75, 1.7)
     ax.set_xlim(0, view.t_max_ms)
@@ -164,13 +155,13 @@ def plot_timeline(view) -> Figure:
     from matplotlib.patches import Patch
 
     handles = [
-        Patch(color=c["orange"], label="prefill (reading the prompt)"),
-        Patch(facecolor=c["sky"], hatch="//", edgecolor="white", label="blocking: spinner"),
-        Line2D([], [], color=c["blue"], label="streaming: a token appears"),
-        Line2D([], [], color=c["black"], label="now (t)"),
+        Patch(color=C["orange"], label="prefill (reading the prompt)"),
+        Patch(facecolor=C["sky"], hatch="//", edgecolor="white", label="blocking: spinner"),
+        Line2D([], [], color=C["blue"], label="streaming: a token appears"),
+        Line2D([], [], color=C["black"], label="now (t)"),
     ]
     if latency:
-        handles.insert(0, Patch(color=c["grey"], label="network latency"))
+        handles.insert(0, Patch(color=C["grey"], label="network latency"))
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     return fig
 
@@ -217,13 +208,12 @@ class TimelinePlot:
 def plot_cancel(view) -> Figure:
     """Return one bar of the answer's tokens: generated before the stop vs never generated.
 
-    `view` is a lessonkit.explore.CancelView.
+    `view` is a lessonkit.lab.lesson01.CancelView.
     """
-    c = OKABE_ITO
     fig = Figure(figsize=(8, 1.9), dpi=100, layout="constrained")
     ax = fig.subplots()
-    ax.barh(0, view.tokens_generated, color=c["blue"], label="generated (paid for)")
-    ax.barh(0, view.tokens_saved, left=view.tokens_generated, color=c["sky"], hatch="..",
+    ax.barh(0, view.tokens_generated, color=C["blue"], label="generated (paid for)")
+    ax.barh(0, view.tokens_saved, left=view.tokens_generated, color=C["sky"], hatch="..",
             edgecolor="white", label="never generated (saved)")  # fmt: skip
     ax.set_xlim(0, view.n_tokens)
     ax.set_yticks([])
@@ -244,17 +234,16 @@ def plot_measured_vs_model(
     streamed_ms: when each streamed piece arrived; blocking_ms: when the blocking
     body arrived; model_ms: when the formula says each token is visible.
     """
-    c = OKABE_ITO
     fig = Figure(figsize=(8, 3.4), dpi=100, layout="constrained")
     ax = fig.subplots()
     n = max(len(streamed_ms), len(model_ms))
     if model_ms:
-        ax.step([0, *model_ms], range(len(model_ms) + 1), where="post", color=c["grey"],
+        ax.step([0, *model_ms], range(len(model_ms) + 1), where="post", color=C["grey"],
                 linewidth=3, alpha=0.6, label="formula: prefill + (i+1) x per_token")  # fmt: skip
     if streamed_ms:
-        ax.step([0, *streamed_ms], range(len(streamed_ms) + 1), where="post", color=c["blue"],
+        ax.step([0, *streamed_ms], range(len(streamed_ms) + 1), where="post", color=C["blue"],
                 label="measured: streaming")  # fmt: skip
-    ax.step([0, blocking_ms], [0, n], where="post", color=c["vermillion"], linestyle="--",
+    ax.step([0, blocking_ms], [0, n], where="post", color=C["vermillion"], linestyle="--",
             label="measured: blocking")  # fmt: skip
     ax.set_xlabel("time since the request was sent (ms)")
     ax.set_ylabel("text pieces on screen")
@@ -270,9 +259,8 @@ def plot_measured_vs_model(
 def plot_idle_silences(reports: Mapping[str, object]) -> Figure:
     """Return one row per response: its writes, and every silence longer than the proxy allows.
 
-    `reports` maps a label to a lessonkit.explore.IdleReport (all with the same timeout).
+    `reports` maps a label to a lessonkit.lab.lesson01.IdleReport (all with the same timeout).
     """
-    c = OKABE_ITO
     labels = list(reports)
     fig = Figure(figsize=(8, 0.75 * len(labels) + 1.3), dpi=100, layout="constrained")
     ax = fig.subplots()
@@ -284,22 +272,22 @@ def plot_idle_silences(reports: Mapping[str, object]) -> Figure:
         for at_ms in r.write_ms:
             too_long = at_ms - last > r.idle_timeout_ms
             ax.plot([last / 1000, at_ms / 1000], [y, y], linewidth=6 if too_long else 2,
-                    color=c["vermillion"] if too_long else c["sky"], solid_capstyle="butt")  # fmt: skip
+                    color=C["vermillion"] if too_long else C["sky"], solid_capstyle="butt")  # fmt: skip
             last = at_ms
         data_s = [t / 1000 for t, beat in zip(r.write_ms, r.is_heartbeat, strict=True) if not beat]
         beat_s = [t / 1000 for t, beat in zip(r.write_ms, r.is_heartbeat, strict=True) if beat]
-        ax.plot(data_s, [y] * len(data_s), "|", color=c["blue"], markersize=14)
-        ax.plot(beat_s, [y] * len(beat_s), "o", color=c["green"], markersize=6)
+        ax.plot(data_s, [y] * len(data_s), "|", color=C["blue"], markersize=14)
+        ax.plot(beat_s, [y] * len(beat_s), "o", color=C["green"], markersize=6)
         if r.cut_at_ms is not None:
-            ax.plot([r.cut_at_ms / 1000], [y], "X", color=c["black"], markersize=11)
+            ax.plot([r.cut_at_ms / 1000], [y], "X", color=C["black"], markersize=11)
     from matplotlib.lines import Line2D
 
     handles = [
-        Line2D([], [], color=c["blue"], marker="|", linestyle="", markersize=12, label="data"),
-        Line2D([], [], color=c["green"], marker="o", linestyle="", label=": ping heartbeat"),
-        Line2D([], [], color=c["sky"], linewidth=2, label="short silence"),
-        Line2D([], [], color=c["vermillion"], linewidth=6, label="silence > idle timeout"),
-        Line2D([], [], color=c["black"], marker="X", linestyle="", label="proxy closes"),
+        Line2D([], [], color=C["blue"], marker="|", linestyle="", markersize=12, label="data"),
+        Line2D([], [], color=C["green"], marker="o", linestyle="", label=": ping heartbeat"),
+        Line2D([], [], color=C["sky"], linewidth=2, label="short silence"),
+        Line2D([], [], color=C["vermillion"], linewidth=6, label="silence > idle timeout"),
+        Line2D([], [], color=C["black"], marker="X", linestyle="", label="proxy closes"),
     ]
     timeout_s = next(iter(reports.values())).idle_timeout_ms / 1000
     ax.set_yticks(range(len(labels)), list(reversed(labels)))

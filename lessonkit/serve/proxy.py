@@ -39,7 +39,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from lessonkit.server import add_bind_options, serve_forever, serving
+from lessonkit.serve.background import serving
+from lessonkit.serve.cli import add_bind_options, serve_forever
 
 __all__ = ["configure_parser", "create_proxy_app", "main", "running_proxy"]
 

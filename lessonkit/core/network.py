@@ -12,6 +12,8 @@ sockets and no clock:
     drop_after(data, 70)            what got through before the connection died
     deliver(sends, latency_ms=20)   (at_ms, bytes) writes -> Arrival(at_ms, data) list
     buffer_until_end(sends)         a buffering proxy: everything in one late arrival
+    stall(writes, after_ms=..)      a server that goes silent mid-stream
+    with_heartbeats(writes, ..)     `: ping` comments wherever the line would go quiet
 
 Time is a number (`at_ms`), never a clock; randomness comes from
 `random.Random(seed)`, so the same seed always gives the same pieces.
@@ -21,9 +23,10 @@ Every function keeps the bytes intact: joining the pieces gives the data back.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TypeVar
 
 __all__ = [
     "Arrival",
@@ -36,7 +39,12 @@ __all__ = [
     "every_cut",
     "random_cuts",
     "stall",
+    "stall_point_ms",
+    "stalled_times",
+    "with_heartbeats",
 ]
+
+Payload = TypeVar("Payload")
 
 
 def _check_bytes(data: object) -> None:
@@ -140,17 +148,7 @@ class Arrival:
 
 
 def _checked_sends(sends: Iterable[tuple[float, bytes]]) -> list[tuple[float, bytes]]:
-    checked = []
-    previous = float("-inf")
-    for at_ms, data in sends:
-        if at_ms < previous:
-            raise ValueError(
-                f"sends must be in time order ({previous} ms then {at_ms} ms); "
-                f"sort them by at_ms: a server writes one thing after another"
-            )
-        previous = at_ms
-        checked.append((at_ms, bytes(data)))
-    return checked
+    return [(at_ms, bytes(data)) for at_ms, data in _in_order(sends)]
 
 
 def deliver(
@@ -212,16 +210,69 @@ def buffer_until_end(
     return [Arrival(checked[-1][0] + latency_ms, body)]
 
 
-def stall(
-    sends: Iterable[tuple[float, bytes]], *, after_ms: float, stall_ms: float
-) -> list[tuple[float, bytes]]:
-    """Return the writes with every write at or after `after_ms` pushed `stall_ms` later.
+def stall_point_ms(token_times_ms: Sequence[float]) -> float:
+    """Return when a mid-stream stall starts: right after half the tokens (rounded up) exist."""
+    if not token_times_ms:
+        return 0.0
+    return token_times_ms[(len(token_times_ms) + 1) // 2 - 1]
 
-    Models a server (or a network path) that goes silent mid-stream.
+
+def _paused(at_ms: float, after_ms: float, stall_ms: float) -> float:
+    """Return when a write due at `at_ms` goes out if everything after `after_ms` waits `stall_ms`."""
+    return at_ms + stall_ms if stall_ms > 0 and at_ms > after_ms else at_ms
+
+
+def stall(
+    writes: Iterable[tuple[float, Payload]], *, after_ms: float, stall_ms: float
+) -> list[tuple[float, Payload]]:
+    """Return the writes with every write due after `after_ms` pushed `stall_ms` later.
+
+    Models a server (or a network path) that goes silent mid-stream: a write due
+    exactly at `after_ms` still goes out, then nothing for `stall_ms`. The payloads
+    may be bytes or anything else (the WebSocket's messages); they are not touched.
     """
     if stall_ms < 0:
         raise ValueError(f"stall_ms must be 0 or more, got {stall_ms!r}")
-    return [
-        (at_ms + stall_ms if at_ms >= after_ms else at_ms, data)
-        for at_ms, data in _checked_sends(sends)
-    ]
+    return [(_paused(at_ms, after_ms, stall_ms), data) for at_ms, data in _in_order(writes)]
+
+
+def stalled_times(times_ms: Iterable[float], *, after_ms: float, stall_ms: float) -> list[float]:
+    """Return the times `stall` gives writes due at `times_ms` (e.g. when each token is made)."""
+    return [_paused(at_ms, after_ms, stall_ms) for at_ms in times_ms]
+
+
+def with_heartbeats(
+    writes: Iterable[tuple[float, Payload]],
+    *,
+    heartbeat_ms: float,
+    ping: Payload = b": ping\n\n",
+    start_ms: float = 0.0,
+) -> Iterator[tuple[float, Payload]]:
+    """Yield the writes with a `ping` wherever `heartbeat_ms` passes without a write.
+
+    The silence is counted from `start_ms` (when the response headers went out),
+    so a long prefill gets heartbeats too. SSE's ping is a comment line, which
+    every client skips; an idle-timeout proxy sees bytes flowing.
+    """
+    if heartbeat_ms <= 0:
+        raise ValueError(f"heartbeat_ms must be a positive number of ms, got {heartbeat_ms!r}")
+    last_ms = float(start_ms)
+    for at_ms, data in _in_order(writes):
+        while last_ms + heartbeat_ms < at_ms:
+            last_ms += heartbeat_ms
+            yield last_ms, ping
+        yield at_ms, data
+        last_ms = max(last_ms, at_ms)
+
+
+def _in_order(writes: Iterable[tuple[float, Payload]]) -> Iterator[tuple[float, Payload]]:
+    """Yield the writes, raising ValueError if their times go down."""
+    previous = float("-inf")
+    for at_ms, data in writes:
+        if at_ms < previous:
+            raise ValueError(
+                f"writes must be in time order ({previous} ms then {at_ms} ms); "
+                f"sort them by at_ms: a server writes one thing after another"
+            )
+        previous = at_ms
+        yield at_ms, data

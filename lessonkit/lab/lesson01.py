@@ -1,0 +1,403 @@
+"""Lesson 01, why streaming: the state behind its explorers (state in, state out).
+
+    decode_steps, decode_step_text          the prefill/decode loop, one pass per token
+    timeline_view, timeline_readouts,       the timeline explorer: what each user sees at t
+      timeline_panes, timeline_text
+    cancel_view, cancel_readouts,           stop early: tokens, time and money saved
+      cancel_text
+    idle_report, idle_text                  proxy idle timeouts and heartbeats
+    fit_timing                              a measured stream's prefill and per-token times
+    line_ready_times                        render sooner: when each markdown line is safe
+
+Pure: no widgets, no clocks. lessonkit.lab.widgets and lessonkit.lab.views draw these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from lessonkit.core import llm, timeline
+
+EOS = "<eos>"  # the end-of-sequence token, drawn the way a model vocabulary names it
+
+
+SPINNER = "◐◓◑◒"  # one quarter turn per 100 ms of virtual time
+
+
+def _tail(text: str, max_chars: int) -> str:
+    """Return the last `max_chars` characters of `text`, with "…" in front when cut."""
+    return text if len(text) <= max_chars else "…" + text[-max_chars:]
+
+
+def _spinner(t_ms: float) -> str:
+    return SPINNER[int(t_ms // 100) % len(SPINNER)]
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One forward pass of the model: what it reads and the one token it writes.
+
+    `phase` is "prefill" for the pass over the whole prompt, then "decode".
+    `stop_reason` is None while the loop goes on, "eos" when the model writes
+    the end-of-sequence token, "length" when max_tokens stops it.
+    """
+
+    index: int
+    phase: str
+    prompt: tuple[str, ...]
+    generated: tuple[str, ...]
+    new_token: str
+    at_ms: float
+    stop_reason: str | None = None
+
+    @property
+    def reads(self) -> int:
+        """How many tokens this pass reads (the prompt plus everything generated so far)."""
+        return len(self.prompt) + len(self.generated)
+
+
+def decode_steps(
+    prompt: str = llm.RUNNING_PROMPT,
+    *,
+    max_tokens: int | None = None,
+    prefill_ms: float = 300,
+    per_token_ms: float = 40,
+) -> list[DecodeStep]:
+    """Return every pass of the decode loop for `prompt`, ending at <eos> or max_tokens.
+
+    Token i exists at prefill_ms + (i + 1) * per_token_ms (the lesson's model).
+    When the model stops by itself, one more pass writes <eos>; the lesson's
+    simulation leaves that pass out, so its stream closes with the last token.
+    """
+    answer = llm.answer_for(prompt, max_tokens)
+    prompt_tokens = tuple(llm.tokenize(prompt))
+    times = llm.token_times_ms(len(answer.tokens), prefill_ms=prefill_ms, per_token_ms=per_token_ms)
+    steps = []
+    for i, token in enumerate(answer.tokens):
+        last = i == len(answer.tokens) - 1
+        steps.append(
+            DecodeStep(
+                index=i,
+                phase="prefill" if i == 0 else "decode",
+                prompt=prompt_tokens,
+                generated=answer.tokens[:i],
+                new_token=token,
+                at_ms=times[i],
+                stop_reason="length" if last and answer.finish_reason == "length" else None,
+            )
+        )
+    if answer.finish_reason == "stop":
+        n = len(answer.tokens)
+        steps.append(
+            DecodeStep(
+                index=n,
+                phase="prefill" if n == 0 else "decode",
+                prompt=prompt_tokens,
+                generated=answer.tokens,
+                new_token=EOS,
+                at_ms=float(prefill_ms + (n + 1) * per_token_ms),
+                stop_reason="eos",
+            )
+        )
+    return steps
+
+
+def decode_step_text(step: DecodeStep) -> str:
+    """Return one line describing a pass: what it reads, what it writes, when."""
+    how = "reads the whole prompt at once" if step.phase == "prefill" else "reads"
+    line = (
+        f"pass {step.index:>2} ({step.phase:<7}) {how} {step.reads:>2} tokens"
+        f" -> writes {step.new_token!r:<10} at {step.at_ms:>5.0f} ms"
+    )
+    if step.stop_reason == "eos":
+        line += "  (end of sequence: the loop stops)"
+    elif step.stop_reason == "length":
+        line += "  (max_tokens reached: the loop stops)"
+    return line
+
+
+def explorer_tokens(n_tokens: int) -> tuple[str, ...]:
+    """Return `n_tokens` tokens: the running answer's first ones, or a longer seeded answer."""
+    running = tuple(llm.tokenize(llm.RUNNING_ANSWER))
+    if n_tokens <= len(running):
+        return running[:n_tokens]
+    return llm.long_answer(n_tokens).tokens
+
+
+@dataclass(frozen=True)
+class TimelineView:
+    """What the timeline explorer shows at time t: both screens, both numbers, all arrivals."""
+
+    t_ms: float
+    prefill_ms: float
+    per_token_ms: float
+    n_tokens: int
+    latency_ms: float
+    frame: timeline.Frame
+    timings: timeline.Timings
+    arrival_ms: tuple[float, ...]  # when each token becomes visible when streaming
+
+    @property
+    def t_max_ms(self) -> float:
+        """A good end for the time slider: the total time plus a little room."""
+        return timeline_t_max_ms(self.prefill_ms, self.per_token_ms, self.n_tokens, self.latency_ms)
+
+
+def timeline_t_max_ms(
+    prefill_ms: float, per_token_ms: float, n_tokens: int, latency_ms: float = 0
+) -> float:
+    """Return the end of the time axis: total time plus 10% (at least 100 ms) of room."""
+    total = timeline.response_times(prefill_ms, per_token_ms, n_tokens, latency_ms).total_ms
+    return float(total + max(100.0, 0.1 * total))
+
+
+def timeline_view(
+    t_ms: float,
+    *,
+    prefill_ms: float = 300,
+    per_token_ms: float = 40,
+    n_tokens: int = 6,
+    latency_ms: float = 0,
+) -> TimelineView:
+    """Return what a user sees at `t_ms` with and without streaming, plus TTFT and total time."""
+    tokens = explorer_tokens(n_tokens)
+    times = timeline.visible_times_ms(
+        n_tokens, prefill_ms=prefill_ms, per_token_ms=per_token_ms, latency_ms=latency_ms
+    )
+    return TimelineView(
+        t_ms=float(t_ms),
+        prefill_ms=prefill_ms,
+        per_token_ms=per_token_ms,
+        n_tokens=n_tokens,
+        latency_ms=latency_ms,
+        frame=timeline.frame(
+            t_ms,
+            list(tokens),
+            prefill_ms=prefill_ms,
+            per_token_ms=per_token_ms,
+            latency_ms=latency_ms,
+        ),
+        timings=timeline.response_times(prefill_ms, per_token_ms, n_tokens, latency_ms),
+        arrival_ms=tuple(times),
+    )
+
+
+def timeline_readouts(view: TimelineView) -> dict[str, str]:
+    """Return the explorer's readouts by name: t, ttft, blocking, total, visible."""
+    timings = view.timings
+    return {
+        "t": f"t = {view.t_ms:,.0f} ms",
+        "ttft": f"streaming: first token at {timings.streaming_first_ms:,.0f} ms",
+        "blocking": f"blocking: first text at {timings.blocking_first_ms:,.0f} ms",
+        "total": f"both finish at {timings.total_ms:,.0f} ms",
+        "visible": f"{view.frame.tokens_visible} of {view.n_tokens} tokens on screen",
+    }
+
+
+def _screen(text: str, done: bool, t_ms: float, *, max_chars: int) -> str:
+    if done:
+        return _tail(text, max_chars)
+    if not text:
+        return f"{_spinner(t_ms)} waiting…"
+    return _tail(text, max_chars) + "▌"
+
+
+def timeline_panes(view: TimelineView, *, max_chars: int = 160) -> tuple[str, str]:
+    """Return the (blocking, streaming) screen texts at view.t_ms: spinner, cursor or full text."""
+    frame = view.frame
+    blocking = _screen(frame.blocking_text, frame.blocking_done, view.t_ms, max_chars=max_chars)
+    streaming = _screen(frame.streaming_text, frame.streaming_done, view.t_ms, max_chars=max_chars)
+    return blocking, streaming
+
+
+def timeline_text(view: TimelineView) -> str:
+    """Return a plain-text frame of the explorer (its twin for nbval, nbconvert and PDF)."""
+    blocking, streaming = timeline_panes(view, max_chars=70)
+    r = timeline_readouts(view)
+    return "\n".join(
+        [
+            f"{r['t']}  (phase: {view.frame.phase}; {r['visible']})",
+            f"  blocking  | {blocking}",
+            f"  streaming | {streaming}",
+            f"  {r['ttft']}; {r['blocking']}; {r['total']}",
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class CancelView:
+    """What cancelling a stream at `cancel_at_ms` saves: tokens, time and money."""
+
+    cancel_at_ms: float
+    n_tokens: int
+    tokens_generated: int
+    seen_text: str
+    generation_ms_saved: float
+    usd_per_million_tokens: float
+
+    @property
+    def tokens_saved(self) -> int:
+        """Tokens the model never had to generate."""
+        return self.n_tokens - self.tokens_generated
+
+    def usd_per_thousand_answers(self, tokens: int) -> float:
+        """Return what `tokens` output tokens cost per 1,000 answers at the given price."""
+        return tokens * self.usd_per_million_tokens / 1_000_000 * 1_000
+
+
+def cancel_view(
+    cancel_at_ms: float,
+    *,
+    n_tokens: int = 500,
+    prefill_ms: float = 300,
+    per_token_ms: float = 40,
+    usd_per_million_tokens: float = 10.0,
+) -> CancelView:
+    """Return the savings when the user stops the stream at `cancel_at_ms`.
+
+    A server that notices the disconnect stops generating: tokens generated up
+    to the cancel time are paid for, the rest are never produced.
+    """
+    tokens = explorer_tokens(n_tokens)
+    times = llm.token_times_ms(n_tokens, prefill_ms=prefill_ms, per_token_ms=per_token_ms)
+    generated = sum(1 for at in times if at <= cancel_at_ms)
+    total_ms = times[-1] if times else float(prefill_ms)
+    return CancelView(
+        cancel_at_ms=float(cancel_at_ms),
+        n_tokens=n_tokens,
+        tokens_generated=generated,
+        seen_text="".join(tokens[:generated]),
+        generation_ms_saved=max(0.0, total_ms - cancel_at_ms),
+        usd_per_million_tokens=usd_per_million_tokens,
+    )
+
+
+def cancel_readouts(view: CancelView) -> dict[str, str]:
+    """Return the cancel explorer's readouts by name: generated, saved, time, cost, seen."""
+    spent = view.usd_per_thousand_answers(view.tokens_generated)
+    saved = view.usd_per_thousand_answers(view.tokens_saved)
+    return {
+        "seen": f"the user saw: {_tail(view.seen_text, 90)!r}",
+        "generated": f"generated before the stop: {view.tokens_generated} of {view.n_tokens} tokens",
+        "saved": f"never generated: {view.tokens_saved} tokens",
+        "time": f"GPU time saved: {view.generation_ms_saved / 1000:,.1f} s",
+        "cost": (
+            f"per 1,000 answers at ${view.usd_per_million_tokens:g}/M tokens:"
+            f" ${spent:,.2f} spent, ${saved:,.2f} saved"
+        ),
+    }
+
+
+def cancel_text(view: CancelView) -> str:
+    """Return a plain-text summary of a cancel point (the explorer's headless twin)."""
+    r = cancel_readouts(view)
+    return "\n".join(
+        [f"stop at {view.cancel_at_ms:,.0f} ms"]
+        + [f"  {r[k]}" for k in ("seen", "generated", "saved", "time", "cost")]
+    )
+
+
+@dataclass(frozen=True)
+class IdleReport:
+    """The silences in one response, as an idle-timeout proxy sees them."""
+
+    write_ms: tuple[float, ...]  # when each write left the server
+    is_heartbeat: tuple[bool, ...]  # True for writes that are only `:` comments
+    longest_silence_ms: float
+    idle_timeout_ms: float
+    cut_at_ms: float | None  # when the proxy gives up, or None if bytes kept flowing
+
+    @property
+    def heartbeats(self) -> int:
+        """How many writes were heartbeat comments."""
+        return sum(self.is_heartbeat)
+
+
+def idle_report(
+    writes: Iterable[tuple[float, bytes]], *, idle_timeout_ms: float, start_ms: float = 0.0
+) -> IdleReport:
+    """Return the longest silence in `writes` and when a proxy with `idle_timeout_ms` cuts it.
+
+    The proxy's clock starts at `start_ms` (the request) and restarts at every
+    byte; a silence longer than idle_timeout_ms closes the connection.
+    """
+    write_ms: list[float] = []
+    beats: list[bool] = []
+    for at_ms, data in writes:
+        write_ms.append(float(at_ms))
+        beats.append(data.startswith(b":"))
+    longest, cut_at, last = 0.0, None, float(start_ms)
+    for at_ms in write_ms:
+        gap = at_ms - last
+        if cut_at is None and gap > idle_timeout_ms:
+            cut_at = last + idle_timeout_ms
+        longest = max(longest, gap)
+        last = at_ms
+    return IdleReport(tuple(write_ms), tuple(beats), longest, float(idle_timeout_ms), cut_at)
+
+
+def idle_text(label: str, report: IdleReport) -> str:
+    """Return one line: the longest silence, heartbeats sent, and whether the proxy cut it."""
+    verdict = (
+        f"CUT by the proxy at {report.cut_at_ms / 1000:,.0f} s"
+        if report.cut_at_ms is not None
+        else "bytes kept flowing: not cut"
+    )
+    return (
+        f"{label:<28} longest silence {report.longest_silence_ms / 1000:6.1f} s,"
+        f" {report.heartbeats:>2} heartbeats -> {verdict}"
+    )
+
+
+def fit_timing(arrival_ms: Iterable[float]) -> tuple[float, float]:
+    """Return (prefill_ms, per_token_ms) of the lesson's formula fitted to measured arrivals.
+
+    per_token_ms is the median gap between pieces; prefill_ms is what is left of
+    the first arrival: ttft - per_token_ms (the formula's first token).
+    """
+    times = sorted(arrival_ms)
+    if not times:
+        raise ValueError("no arrivals to fit: the reply had no text")
+    gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
+    per_token = gaps[len(gaps) // 2] if gaps else 0.0
+    return max(0.0, times[0] - per_token), per_token
+
+
+@dataclass(frozen=True)
+class LineReady:
+    """When one finished line of a markdown answer can be rendered, streaming vs blocking."""
+
+    line: str
+    streaming_ms: float
+    blocking_ms: float
+
+
+MARKDOWN_TOKENS = (
+    "**", "Order", " 1042", "**", "\n",
+    "-", " Ships", " on", " Monday", "\n",
+    "-", " Arrives", " Wednesday", "\n",
+    "-", " Track", " it", " at", " /", "orders", "/", "1042", "\n",
+)  # fmt: skip
+
+
+def line_ready_times(
+    tokens: Iterable[str] = MARKDOWN_TOKENS, *, prefill_ms: float = 300, per_token_ms: float = 40
+) -> list[LineReady]:
+    """Return each complete line with the time a front end can render it, streaming and blocking.
+
+    A line is safe to render as markdown once its newline arrives; blocking
+    delivers every line at the end.
+    """
+    tokens = list(tokens)
+    times = llm.token_times_ms(len(tokens), prefill_ms=prefill_ms, per_token_ms=per_token_ms)
+    end_ms = times[-1] if times else float(prefill_ms)
+    ready, line = [], ""
+    for token, at_ms in zip(tokens, times, strict=True):
+        line += token
+        while "\n" in line:
+            done, line = line.split("\n", 1)
+            ready.append(LineReady(done, at_ms, end_ms))
+    if line:
+        ready.append(LineReady(line, end_ms, end_ms))
+    return ready

@@ -1,0 +1,279 @@
+"""Lesson 03, reading the stream: readers right and wrong, the arrival stepper, UTF-8 cuts.
+
+    worked_example                          the lesson's worked example and its two cuts
+    READERS, BUGGY_READERS                  the correct reader and the three classic bugs
+    every_cut_verdicts, chunk_size_verdicts testing a reader by cutting its input
+    arrival_steps, stepper_readouts         the arrival stepper: one arrival at a time
+    utf8_frame, utf8_readouts               the UTF-8 explorer: one text cut at one byte
+
+The reader itself (feed_reader, practice_reader) is lessonkit.core.practice's.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from lessonkit.core import network
+from lessonkit.core.practice import (
+    EVENT_BORDER,
+    WORKED_TOKENS,
+    ReaderState,
+    feed_reader,
+    practice_reader,
+    practice_wire,
+)
+from lessonkit.lab.views import show_newlines
+
+
+def worked_example() -> tuple[bytes, tuple[int, int]]:
+    """Return the worked example's wire ("Your", " order", [DONE]) and its two cut offsets.
+
+    The cuts give the lesson's three arrivals: half of the first event (cut inside
+    the JSON string), then the rest of it plus the second event plus "da", then the rest.
+    """
+    wire = practice_wire(WORKED_TOKENS, heartbeat=False)
+    first_cut = wire.index(b"Your") + 2  # inside the string "Your"
+    second_cut = wire.index(b"data: [DONE]") + 2  # the "da" of the end marker
+    return wire, (first_cut, second_cut)
+
+
+def read_chunk_as_events(chunks: Iterable[bytes]) -> tuple[str, bool]:
+    """Return (text, complete) from the classic bug: each chunk is taken as whole events.
+
+    No buffer survives between chunks: a chunk is decoded, split on blank lines and
+    every piece is parsed at once. It works while every event arrives whole (a fast
+    local connection) and breaks (ValueError) when a cut lands inside an event.
+    """
+    text, done = "", False
+    for chunk in chunks:
+        for event in chunk.decode("utf-8").split(EVENT_BORDER):
+            if not event or event.startswith(":"):
+                continue
+            data = event.removeprefix("data: ")
+            if data == "[DONE]":
+                done = True
+            else:
+                text += json.loads(data)["delta"]
+    return text, done
+
+
+def _read_with_if(chunks: Iterable[bytes]) -> tuple[str, bool]:
+    return practice_reader(chunks, loop="if")
+
+
+def _read_decoding_each_chunk(chunks: Iterable[bytes]) -> tuple[str, bool]:
+    return practice_reader(chunks, decode="per-chunk")
+
+
+CORRECT_READER = practice_reader
+
+
+BUGGY_READERS: dict[str, Callable[[Iterable[bytes]], tuple[str, bool]]] = {
+    "chunk = event": read_chunk_as_events,
+    "if instead of while": _read_with_if,
+    "per-chunk decode": _read_decoding_each_chunk,
+}
+
+
+READERS: dict[str, Callable[[Iterable[bytes]], tuple[str, bool]]] = {
+    "correct": CORRECT_READER,
+    **BUGGY_READERS,
+}
+
+
+def verdict(
+    reader: Callable[[Iterable[bytes]], tuple[str, bool]],
+    chunks: list[bytes],
+    expected: tuple[str, bool],
+) -> str:
+    """Return "ok" if the reader gives `expected`, "wrong" for other output, "error" if it raises."""
+    try:
+        got = reader(chunks)
+    except (ValueError, KeyError, TypeError):  # UnicodeDecodeError and JSONDecodeError too
+        return "error"
+    return "ok" if tuple(got) == tuple(expected) else "wrong"
+
+
+def every_cut_verdicts(
+    reader: Callable[[Iterable[bytes]], tuple[str, bool]], wire: bytes
+) -> list[str]:
+    """Return one verdict per cut position 0..len(wire): is [wire[:i], wire[i:]] read right?"""
+    expected = CORRECT_READER([wire])
+    return [verdict(reader, chunks, expected) for chunks in network.every_cut(wire)]
+
+
+def chunk_size_verdicts(
+    reader: Callable[[Iterable[bytes]], tuple[str, bool]], wire: bytes, sizes: Iterable[int]
+) -> list[str]:
+    """Return one verdict per chunk size: is network.cut(wire, size) read right?"""
+    expected = CORRECT_READER([wire])
+    return [verdict(reader, network.cut(wire, size), expected) for size in sizes]
+
+
+def summarize_verdicts(verdicts: list[str]) -> str:
+    """Return "ok 71/81, wrong 3, error 7" style counts for a row of verdicts."""
+    total = len(verdicts)
+    parts = [f"ok {verdicts.count('ok')}/{total}"]
+    parts += [f"{v} {verdicts.count(v)}" for v in ("wrong", "error") if verdicts.count(v)]
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class ArrivalStep:
+    """One arrival as the reader sees it: the bytes, the events they completed, the state after."""
+
+    number: int
+    chunk: bytes
+    events: tuple[str, ...]
+    deltas: tuple[str, ...]
+    state: ReaderState
+
+
+def parse_cut_positions(text: str, n_bytes: int) -> tuple[int, ...]:
+    """Return the sorted, distinct cut offsets written in `text` (e.g. "18, 52") inside 1..n_bytes-1.
+
+    Anything that is not a whole number, and offsets outside the data, are left out.
+    """
+    positions = set()
+    for word in text.replace(",", " ").split():
+        if word.strip().isdigit() and 0 < int(word) < n_bytes:
+            positions.add(int(word))
+    return tuple(sorted(positions))
+
+
+def stepper_cuts(n_bytes: int, *, chunk_bytes: int, positions_text: str = "") -> tuple[int, ...]:
+    """Return the cut offsets for the stepper: the typed positions if any, else every chunk_bytes."""
+    typed = parse_cut_positions(positions_text, n_bytes)
+    if typed:
+        return typed
+    if chunk_bytes <= 0:
+        raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes!r}")
+    return tuple(range(chunk_bytes, n_bytes, chunk_bytes))
+
+
+def arrival_steps(wire: bytes, positions: Iterable[int]) -> list[ArrivalStep]:
+    """Return what the lesson's reader does at each arrival when `wire` is cut at `positions`."""
+    state = ReaderState()
+    steps = []
+    for number, chunk in enumerate(network.cut_at(wire, sorted(positions)), start=1):
+        fed = feed_reader(state, chunk)
+        state = fed.state
+        steps.append(ArrivalStep(number, chunk, fed.events, fed.deltas, state))
+    return steps
+
+
+def format_step(step: ArrivalStep, n_arrivals: int) -> str:
+    """Return a plain-text frame of one arrival: bytes in, events out, buffer and screen after."""
+    if step.events:
+        events = "; ".join(show_newlines(e) for e in step.events)
+    else:
+        events = "none yet: no blank line in the buffer"
+    status = "complete" if step.state.done else "still streaming"
+    return "\n".join(
+        [
+            f"arrival {step.number}/{n_arrivals}: {len(step.chunk)} bytes {show_newlines(step.chunk)!r}",
+            f"  events completed : {events}",
+            f"  deltas appended  : {list(step.deltas)}",
+            f"  buffer after     : {show_newlines(step.state.buffer)!r}",
+            f"  screen after     : {step.state.text!r} ({status})",
+        ]
+    )
+
+
+def stepper_readouts(
+    wire: bytes, *, chunk_bytes: int, positions_text: str = "", step: int = 1
+) -> dict[str, str]:
+    """Return the arrival stepper's readouts (cuts, arrival, events, buffer, screen) for one step.
+
+    `step` is clamped to the number of arrivals, so a slider left past the end shows the last one.
+    """
+    cuts = stepper_cuts(len(wire), chunk_bytes=chunk_bytes, positions_text=positions_text)
+    steps = arrival_steps(wire, cuts)
+    current = steps[max(1, min(step, len(steps))) - 1]
+    events = [show_newlines(e) for e in current.events]
+    return {
+        "cuts": f"cuts after bytes {list(cuts)} -> {len(steps)} arrivals",
+        "arrival": f"arrival {current.number}/{len(steps)}: {show_newlines(current.chunk)!r}",
+        "events": f"events completed: {events}" if events else "events completed: none yet",
+        "buffer": f"buffer: {show_newlines(current.state.buffer)!r}",
+        "screen": f"screen: {current.state.text!r}"
+        + (" (complete)" if current.state.done else " (streaming)"),
+        "arrivals": str(len(steps)),
+    }
+
+
+@dataclass(frozen=True)
+class Utf8Frame:
+    """A text cut at one byte offset, decoded three ways.
+
+    per_chunk_strict: each piece decoded alone ("UnicodeDecodeError: ..." if it fails);
+    per_chunk_replace: each piece decoded alone with errors="replace" (U+FFFD shows up);
+    incremental: what an incremental decoder outputs for each piece.
+    """
+
+    text: str
+    cut_at_byte: int
+    pieces: tuple[bytes, bytes]
+    inside_character: bool
+    per_chunk_strict: tuple[str, ...]
+    per_chunk_replace: tuple[str, ...]
+    incremental: tuple[str, ...]
+
+
+def utf8_bytes_table(text: str) -> list[tuple[str, int, str]]:
+    """Return (character, byte count, hex bytes) for each character of `text`."""
+    return [(ch, len(ch.encode()), ch.encode().hex(" ")) for ch in text]
+
+
+def utf8_frame(text: str, cut_at_byte: int) -> Utf8Frame:
+    """Return how `text` encoded as UTF-8 and cut at `cut_at_byte` decodes per chunk and incrementally."""
+    data = text.encode("utf-8")
+    if not 0 <= cut_at_byte <= len(data):
+        raise ValueError(f"cut_at_byte must be in 0..{len(data)}, got {cut_at_byte!r}")
+    pieces = (data[:cut_at_byte], data[cut_at_byte:])
+    strict = []
+    for piece in pieces:
+        try:
+            strict.append(piece.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            strict.append(f"UnicodeDecodeError: {exc.reason}")
+    replace = tuple(piece.decode("utf-8", "replace") for piece in pieces)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    incremental = (decoder.decode(pieces[0]), decoder.decode(pieces[1], final=True))
+    inside = 0 < cut_at_byte < len(data) and (data[cut_at_byte] & 0xC0) == 0x80
+    return Utf8Frame(text, cut_at_byte, pieces, inside, tuple(strict), replace, incremental)
+
+
+def format_utf8_frame(frame: Utf8Frame) -> str:
+    """Return a plain-text view of a Utf8Frame."""
+    where = "inside a character" if frame.inside_character else "between characters"
+    first, second = frame.pieces
+    return "\n".join(
+        [
+            f"cut after byte {frame.cut_at_byte} ({where}): {first!r} | {second!r}",
+            f"  per-chunk decode        : {frame.per_chunk_strict[0]!r} | {frame.per_chunk_strict[1]!r}",
+            f"  per-chunk, errors=replace: {frame.per_chunk_replace[0]!r} | {frame.per_chunk_replace[1]!r}",
+            f"  incremental decoder     : {frame.incremental[0]!r} | {frame.incremental[1]!r}"
+            f" -> {''.join(frame.incremental)!r}",
+        ]
+    )
+
+
+def utf8_readouts(text: str, cut_at_byte: int) -> dict[str, str]:
+    """Return the UTF-8 explorer's readouts (bytes, per-chunk, replace, incremental) for one cut."""
+    frame = utf8_frame(text, cut_at_byte)
+    table = "  ".join(f"{ch!r}={hex_bytes}" for ch, _, hex_bytes in utf8_bytes_table(text))
+    where = "inside a character" if frame.inside_character else "between characters"
+    first, second = frame.pieces
+    return {
+        "bytes": f"{len(text.encode())} bytes: {table}",
+        "cut": f"cut after byte {cut_at_byte} ({where}): {first!r} | {second!r}",
+        "per_chunk": "per-chunk decode: " + " | ".join(frame.per_chunk_strict),
+        "replace": "per-chunk, errors='replace': " + " | ".join(frame.per_chunk_replace),
+        "incremental": "incremental decoder: "
+        + " | ".join(repr(t) for t in frame.incremental)
+        + f" -> {''.join(frame.incremental)!r}",
+    }

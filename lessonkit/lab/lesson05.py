@@ -1,0 +1,75 @@
+"""Lesson 05, streaming in the real world: checks that run only at the end, strict JSON.
+
+    late_check, find_phone_number   a policy check that can only judge the whole answer
+    json_prefix_parses              why a strict-JSON consumer cannot parse a prefix
+
+The flicker demo's markdown renderer is lessonkit.core.render.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+
+def find_phone_number(text: str) -> str | None:
+    """Return a reason if `text` contains a phone number like 555-0142, else None (a toy policy)."""
+    match = re.search(r"\b\d{3}-\d{4}\b", text)
+    return None if match is None else f"contains the phone number {match.group()}"
+
+
+@dataclass(frozen=True)
+class LateCheck:
+    """A streamed answer checked once, at the end: the log, the verdict and how long it showed.
+
+    streamed_failure_ms is when the first offending prefix was already on screen (None if none).
+    """
+
+    lines: tuple[str, ...]
+    passed: bool
+    first_visible_ms: float
+    checked_ms: float
+    streamed_failure_ms: float | None
+
+
+def late_check(
+    tokens: Sequence[str], times_ms: Sequence[float], check: Callable[[str], str | None]
+) -> LateCheck:
+    """Return what the user sees when `check` can only judge the full answer after the stream.
+
+    Each token is on screen at its time; the check runs when the last one arrived.
+    `check(text)` returns None when the text is fine, else the reason it fails.
+    """
+    if len(tokens) != len(times_ms) or not tokens:
+        raise ValueError("need one time per token, and at least one token")
+    lines, text, streamed_failure_ms = [], "", None
+    for token, at_ms in zip(tokens, times_ms, strict=True):
+        text += token
+        lines.append(f"[{at_ms:5.0f} ms] on screen: {text!r}")
+        if streamed_failure_ms is None and check(text) is not None:
+            streamed_failure_ms = at_ms
+    reason = check(text)
+    end_ms = times_ms[-1]
+    if reason is None:
+        lines.append(f"[{end_ms:5.0f} ms] check on the full answer: passed")
+    else:
+        shown_ms = end_ms - times_ms[0]
+        lines.append(f"[{end_ms:5.0f} ms] check on the full answer: FAILED, {reason}")
+        lines.append(f"           the answer had been on screen for {shown_ms:.0f} ms")
+    return LateCheck(tuple(lines), reason is None, times_ms[0], end_ms, streamed_failure_ms)
+
+
+def json_prefix_parses(pieces: Iterable[str]) -> list[bool]:
+    """Return, after each streamed piece, whether the text so far parses as JSON."""
+    text, results = "", []
+    for piece in pieces:
+        text += piece
+        try:
+            json.loads(text)
+        except ValueError:
+            results.append(False)
+        else:
+            results.append(True)
+    return results

@@ -1,0 +1,25 @@
+"""The edge with sockets and clocks: a real local streaming LLM server, a proxy, a raw client.
+
+May import: lessonkit.core, starlette, uvicorn, httpx, asyncio, socket, threading,
+time. Never lessonkit.lab or lessonkit.grading.
+
+    app         the routes: OpenAI- and Anthropic-compatible endpoints, GET /v1/stream, stats
+    checks      what a request may ask for, and the 4xx JSON errors it gets otherwise
+    state       what one server shares between requests: settings, counters, live streams
+    pacing      the timed streaming loop: Pacer and TimedResponse play (at_ms, bytes) writes
+    websocket   WS /v1/ws: the same answer over a WebSocket
+    background  running(): the server on a free loopback port in a background thread
+    cli         `lessonkit serve`, and options shared with `lessonkit proxy`
+    proxy       `lessonkit proxy --buffer | --no-buffer`: a reverse proxy that holds or passes
+    rawhttp     the client side, live: raw socket bytes, timed requests, a cancelled stream
+
+In a notebook::
+
+    from lessonkit import serve
+    with serve.running(prefill_ms=300, per_token_ms=40) as url:
+        ...  # url == "http://127.0.0.1:PORT"
+"""
+
+from lessonkit.serve.background import running
+
+__all__ = ["running"]
