@@ -1,27 +1,20 @@
-"""lessonkit: the code behind the token-streaming course.
+"""lessonkit: the code behind the token-streaming course, in four layers.
 
-The pure core knows no sockets, clocks or widgets:
+    core/      the pure core: bytes, events and time as plain values (no sockets,
+               clocks or widgets): sse, dialects, client, network, llm, timeline,
+               practice, framing, render
+    lab/       what the notebooks show: one module of explorer state per lesson
+               (lesson01 ... lesson05), views (HTML, one palette), widgets, plots,
+               browser_demo, envcheck
+    serve/     the edge with sockets and clocks: the local streaming server (app,
+               checks, state, pacing, websocket, background, cli), proxy, rawhttp
+    grading/   graded exercises: check() in the notebook, one module per exercise
+               (ex1_response_times ... ex6_parse_sse), the engine, `lessonkit grade`
 
-    sse            the SSE wire format: SSEDecoder, Event, encode
-    dialects       what one event means in the lesson, OpenAI and Anthropic formats
-    client         read_stream(chunks, dialect) -> Reply
-    network        the network as data: cuts, drops and arrival times
-    llm            a deterministic simulated LLM that writes (at_ms, bytes)
-    timeline       time to first token, total time and frame(t) for the animations
-    explore        the state behind each explorer widget (state in, state out)
-    render         a markdown renderer that does not flicker while text streams in
-    checker        a learner's function against the reference -> findings
-    exercises_ref  the reference answers the checker compares with
-
-The edges import the core, never the reverse:
-
-    plots, widgets          matplotlib figures and thin ipywidgets front-ends
-    browser_demo            EventSource and fetch running in the learner's page
-    server, proxy           a real HTTP streaming server on 127.0.0.1, a buffering proxy
-    rawhttp                 a plain-socket HTTP client and timed requests for the lessons
-    grading, grade, assign  check() in notebooks, headless grading (grade_child runs the
-                            learner's code), exercise generation
-    envcheck, cli           the start notebook's set-up check; the `lessonkit` command
+The core imports nothing from the other three; they import the core
+(tests/test_layers.py checks it). Each layer's __init__ says what it may import.
+``lessonkit.sse``, ``lessonkit.client`` and ``lessonkit.server`` are kept as the
+course contract names them; their code lives in core/ and serve/.
 """
 
 __version__ = "0.1.0"

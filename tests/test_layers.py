@@ -1,8 +1,15 @@
-"""The pure core knows no sockets, clocks, event loops, widgets or plots.
+"""The layers of lessonkit, checked over the whole tree.
 
-Each core module is imported in a fresh interpreter and the test looks at what
-came along with it in sys.modules. Edges (server, widgets, plots, grade) may import
-the core; the core must never import them.
+One rule: nothing under ``lessonkit/core/`` imports ``lessonkit.lab``,
+``lessonkit.serve`` or ``lessonkit.grading``, nor any widget, plot, network,
+thread, event-loop or clock library. The edges import the core, never the
+reverse. Two more keep the edges apart: ``lessonkit/serve/`` never imports
+``lessonkit.lab`` or ``lessonkit.grading``, and ``lessonkit/lab/`` never imports
+``lessonkit.grading``.
+
+Each module's imports are read from its source (so a clock imported inside a
+function counts too), and each core module is also imported in a fresh
+interpreter to see what really comes along with it in ``sys.modules``.
 """
 
 from __future__ import annotations
@@ -15,83 +22,107 @@ from pathlib import Path
 
 import pytest
 
-PURE_MODULES = [
-    "lessonkit.core.sse",
-    "lessonkit.core.dialects",
-    "lessonkit.core.client",
-    "lessonkit.core.network",
-    "lessonkit.core.llm",
-    "lessonkit.core.timeline",
-    "lessonkit.explore",
-    "lessonkit.core.render",
-    "lessonkit.checker",
-    "lessonkit.exercises_ref",
-]
-FORBIDDEN = [
+PACKAGE = Path(__file__).resolve().parents[1] / "lessonkit"
+
+FORBIDDEN_IN_CORE = {
+    # our own edges
+    "lessonkit.lab",
+    "lessonkit.serve",
+    "lessonkit.grading",
+    # widgets and plots
     "ipywidgets",
     "matplotlib",
     "IPython",
+    "anywidget",
+    # sockets, threads, event loops, HTTP
     "asyncio",
     "socket",
-    "http",
+    "select",
     "threading",
+    "multiprocessing",
+    "subprocess",
+    "http",
     "starlette",
     "uvicorn",
     "httpx",
-]
-EDGE_MODULES = [
-    "plots",
-    "widgets",
-    "server",
-    "proxy",
-    "rawhttp",
-    "browser_demo",
-    "envcheck",
-    "grading",
-    "grade",
-    "grade_child",
-    "assign",
-    "cli",
-]
+    "websockets",
+    # clocks: the core takes time as a parameter (at_ms)
+    "time",
+    "datetime",
+}
+FORBIDDEN_IN_SERVE = {"lessonkit.lab", "lessonkit.grading"}
+FORBIDDEN_IN_LAB = {"lessonkit.grading"}
 
 
-def _modules_loaded_by(module: str) -> set[str]:
-    code = f"import sys, json; import {module}; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return set(json.loads(out.stdout))
+def _modules_under(folder: str) -> list[Path]:
+    return sorted((PACKAGE / folder).glob("*.py"))
 
 
-@pytest.mark.parametrize("module", PURE_MODULES)
-def test_importing_a_core_module_loads_no_io_clock_widget_or_plot_library(module):
-    loaded = _modules_loaded_by(module)
-    leaked = sorted(name for name in FORBIDDEN if name in loaded)
-    assert leaked == [], f"{module} pulls in {leaked}; keep it pure (see STYLE.md)"
-
-
-@pytest.mark.parametrize("module", PURE_MODULES)
-def test_core_modules_never_import_an_edge_module(module):
-    loaded = _modules_loaded_by(module)
-    edges = sorted(f"lessonkit.{e}" for e in EDGE_MODULES if f"lessonkit.{e}" in loaded)
-    assert edges == [], f"{module} imports edge modules {edges}"
-
-
-# `time` and `random`'s global state are already loaded at interpreter start-up, so
-# sys.modules cannot catch them: read the source of each pure module instead.
-CLOCK_MODULES = {"time", "datetime", "asyncio", "socket", "threading", "select"}
-
-
-def _imported_names(module: str) -> set[str]:
-    path = Path(__file__).resolve().parents[1] / (module.replace(".", "/") + ".py")
+def _imports_of(path: Path) -> set[str]:
+    """Return every module name an import statement in `path` names (at any depth)."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
-@pytest.mark.parametrize("module", PURE_MODULES)
-def test_core_modules_take_time_as_a_parameter_and_never_import_a_clock(module):
-    clocks = sorted(_imported_names(module) & CLOCK_MODULES)
-    assert clocks == [], f"{module} imports {clocks}; pass at_ms in instead"
+def _breaks(names: set[str], forbidden: set[str]) -> list[str]:
+    return sorted(
+        name for name in names if any(name == f or name.startswith(f + ".") for f in forbidden)
+    )
+
+
+def _id(path: Path) -> str:
+    return str(path.relative_to(PACKAGE.parent))
+
+
+@pytest.mark.parametrize("path", _modules_under("core"), ids=_id)
+def test_nothing_in_core_imports_an_edge_io_widget_or_clock_library(path):
+    broken = _breaks(_imports_of(path), FORBIDDEN_IN_CORE)
+    assert broken == [], f"{_id(path)} imports {broken}; the core stays pure (see STYLE.md)"
+
+
+@pytest.mark.parametrize("path", _modules_under("serve"), ids=_id)
+def test_nothing_in_serve_imports_the_notebook_views_or_the_grader(path):
+    broken = _breaks(_imports_of(path), FORBIDDEN_IN_SERVE)
+    assert broken == [], f"{_id(path)} imports {broken}; the server stands alone"
+
+
+@pytest.mark.parametrize("path", _modules_under("lab"), ids=_id)
+def test_nothing_in_lab_imports_the_grader(path):
+    broken = _breaks(_imports_of(path), FORBIDDEN_IN_LAB)
+    assert broken == [], f"{_id(path)} imports {broken}; the lessons never need the grader"
+
+
+def test_importing_the_whole_core_loads_no_forbidden_module():
+    modules = [f"lessonkit.core.{p.stem}" for p in _modules_under("core") if p.stem != "__init__"]
+    code = (
+        "import sys, json\n"
+        + "".join(f"import {m}\n" for m in modules)
+        + "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout))
+    # time is loaded by the interpreter itself at start-up: the source check above catches it.
+    leaked = _breaks(loaded, FORBIDDEN_IN_CORE - {"time"})
+    assert leaked == [], f"importing lessonkit.core pulls in {leaked}"
+
+
+def test_the_rule_catches_a_clock_import_hidden_inside_a_function(tmp_path):
+    module = tmp_path / "sneaky.py"
+    module.write_text("def now():\n    import time\n    return time.monotonic()\n")
+    assert _breaks(_imports_of(module), FORBIDDEN_IN_CORE) == ["time"]
+
+
+def test_the_rule_catches_an_edge_imported_by_name(tmp_path):
+    module = tmp_path / "sneaky.py"
+    module.write_text("from lessonkit import serve\nfrom lessonkit.lab import views\n")
+    assert _breaks(_imports_of(module), FORBIDDEN_IN_CORE) == [
+        "lessonkit.lab",
+        "lessonkit.lab.views",
+        "lessonkit.serve",
+    ]

@@ -10,7 +10,6 @@ from lessonkit.core import network
 from lessonkit.core.network import (
     Arrival,
     buffer_until_end,
-    chunks_of,
     cut,
     cut_at,
     deliver,
@@ -160,7 +159,7 @@ def test_deliver_drops_empty_writes_because_nothing_goes_on_the_wire():
 
 def test_deliver_splits_large_writes_into_segments_of_max_segment_bytes():
     arrivals = deliver([(10.0, b"abcdefg")], max_segment_bytes=3)
-    assert chunks_of(arrivals) == [b"abc", b"def", b"g"]
+    assert [a.data for a in arrivals] == [b"abc", b"def", b"g"]
 
 
 def test_deliver_with_jitter_is_the_same_for_the_same_seed():
@@ -173,7 +172,7 @@ def test_deliver_with_jitter_is_the_same_for_the_same_seed():
 def test_deliver_with_jitter_never_lets_a_later_write_overtake_an_earlier_one():
     sends = [(0.0, b"a"), (1.0, b"b"), (2.0, b"c")]
     arrivals = deliver(sends, jitter_ms=100, seed=5)
-    assert chunks_of(arrivals) == [b"a", b"b", b"c"]
+    assert [a.data for a in arrivals] == [b"a", b"b", b"c"]
     assert [a.at_ms for a in arrivals] == sorted(a.at_ms for a in arrivals)
 
 
@@ -194,7 +193,7 @@ def test_deliver_keeps_the_bytes_in_order_with_non_decreasing_times(
         seed=seed,
         max_segment_bytes=max_segment_bytes,
     )
-    assert b"".join(chunks_of(arrivals)) == b"".join(data for _, data in sends)
+    assert b"".join([a.data for a in arrivals]) == b"".join(data for _, data in sends)
     times = [a.at_ms for a in arrivals]
     assert times == sorted(times)
     # nothing arrives before it was sent plus the latency

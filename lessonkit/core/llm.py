@@ -261,9 +261,9 @@ def token_times_ms(
         raise ValueError(f"jitter_ms must be 0 or more, got {jitter_ms!r}")
     rng = random.Random(seed)
     times: list[float] = []
-    previous = float(prefill_ms)
+    previous = prefill_ms
     for i in range(n_tokens):
-        at_ms = float(prefill_ms + (i + 1) * per_token_ms)
+        at_ms = prefill_ms + (i + 1) * per_token_ms  # the lesson's formula, defined here only
         if jitter_ms:
             at_ms += rng.uniform(0.0, jitter_ms)
         previous = max(previous, at_ms)

@@ -31,7 +31,6 @@ from typing import TypeVar
 __all__ = [
     "Arrival",
     "buffer_until_end",
-    "chunks_of",
     "cut",
     "cut_at",
     "deliver",
@@ -132,11 +131,6 @@ def drop_after(data: bytes, n_bytes: int) -> bytes:
     if not isinstance(n_bytes, int) or n_bytes < 0:
         raise ValueError(f"n_bytes must be 0 or more, got {n_bytes!r}")
     return data[:n_bytes]
-
-
-def chunks_of(arrivals: Iterable[Arrival]) -> list[bytes]:
-    """Return only the bytes of each arrival, ready for a stream reader."""
-    return [arrival.data for arrival in arrivals]
 
 
 @dataclass(frozen=True)

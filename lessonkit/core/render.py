@@ -32,8 +32,6 @@ __all__ = [
     "flatten",
     "flicker_frames",
     "naive_render",
-    "rewrites",
-    "safe_length",
     "split_tokens",
     "stable_render",
     "to_html",
@@ -136,12 +134,6 @@ def naive_render(md: str) -> list[Span]:
     return _merge(_scan(md)[0])
 
 
-def safe_length(md: str) -> int:
-    """Return how many leading characters of `md` are settled (nothing after them can restyle them)."""
-    hold = _scan(md)[1]
-    return len(md) if hold is None else hold
-
-
 def stable_render(md: str, *, final: bool = False) -> list[Span]:
     """Return a rendering of `md` that only ever grows: the unsettled tail is held back.
 
@@ -182,18 +174,6 @@ def _merge(spans: Iterable[Span]) -> list[Span]:
 def flatten(spans: Iterable[Span]) -> list[tuple[str, str]]:
     """Return the screen as (character, style) pairs, the unit in which flicker is counted."""
     return [(char, span.style) for span in spans for char in span.text]
-
-
-def rewrites(frames: Iterable[list[Span]]) -> int:
-    """Return how many frames change something already on screen (are not an extension)."""
-    count = 0
-    previous: list[tuple[str, str]] = []
-    for spans in frames:
-        screen = flatten(spans)
-        if screen[: len(previous)] != previous:
-            count += 1
-        previous = screen
-    return count
 
 
 def to_text(spans: Iterable[Span]) -> str:

@@ -260,9 +260,8 @@ def cancel_view(
     to the cancel time are paid for, the rest are never produced.
     """
     tokens = explorer_tokens(n_tokens)
-    times = llm.token_times_ms(n_tokens, prefill_ms=prefill_ms, per_token_ms=per_token_ms)
-    generated = sum(1 for at in times if at <= cancel_at_ms)
-    total_ms = times[-1] if times else float(prefill_ms)
+    generated, _ = timeline.cancel_savings(n_tokens, cancel_at_ms, prefill_ms, per_token_ms)
+    total_ms = timeline.response_times(prefill_ms, per_token_ms, n_tokens).total_ms
     return CancelView(
         cancel_at_ms=float(cancel_at_ms),
         n_tokens=n_tokens,

@@ -7,7 +7,6 @@ compare_prediction                          a recorded prediction against the ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from lessonkit.core import network
@@ -69,32 +68,6 @@ def drop_readouts(wire: bytes, n_bytes: int) -> dict[str, str]:
 
 
 PREDICTION_PLACEHOLDER = "(write your prediction here)"
-
-
-def practice_lines(
-    reader: Callable[[Iterable[bytes]], tuple[str, bool]],
-    wire: bytes,
-    *,
-    sizes: Iterable[int] = (1000, 16, 5),
-    drop_after_bytes: int | None = 70,
-) -> list[str]:
-    """Return the practice script's printed lines for `reader`; an exception becomes its own line."""
-    runs = [
-        (f"{{n:2d}} chunks of up to {size:4d} bytes", network.cut(wire, size)) for size in sizes
-    ]
-    if drop_after_bytes is not None:
-        label = f"dropped after {drop_after_bytes} bytes"
-        runs.append((f"{label:<28}", network.cut(network.drop_after(wire, drop_after_bytes), 16)))
-    lines = []
-    for label, chunks in runs:
-        label = label.format(n=len(chunks))
-        try:
-            text, done = reader(chunks)
-        except (ValueError, KeyError) as exc:
-            lines.append(f"{label} -> {type(exc).__name__}: {exc}")
-        else:
-            lines.append(f"{label} -> {text!r} complete={done}")
-    return lines
 
 
 def compare_prediction(prediction: str, actual: str) -> str:

@@ -7,6 +7,7 @@ figure is drawn once and only the "now" marker moves between frames.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 
 from matplotlib.figure import Figure
@@ -18,6 +19,13 @@ C = OKABE_ITO
 # ---------------------------------------------------------------------------
 # Lessons 03-05: every-cut strips, the drop staircase, arrival times
 # ---------------------------------------------------------------------------
+
+
+def png(figure: Figure, *, dpi: int = 80) -> bytes:
+    """Return a Figure as PNG bytes (no pyplot, no inline backend needed), for an image widget."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
 
 
 def _verdict_strip(ax, rows, xs, xlabel: str) -> None:
@@ -192,8 +200,6 @@ class TimelinePlot:
 
     def png_at(self, t_ms: float) -> bytes:
         """Return the PNG bytes of the figure with the "now" marker at t_ms."""
-        import io
-
         import numpy as np
         from PIL import Image
 

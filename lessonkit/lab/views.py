@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from lessonkit.lab.lesson01 import DecodeStep, TimelineView
     from lessonkit.lab.lesson02 import FieldRow, WalkStep, WireRow
 
+
+class Html(str):
+    """A string that is already HTML: widgets show it as is instead of escaping it as text."""
+
+
 # The Okabe-Ito palette, by name; every colour in the course's views and plots is one of these.
 OKABE_ITO = {
     "orange": "#E69F00",

@@ -360,6 +360,8 @@ def _count_timeline_drawing(monkeypatch):
             return super().png_at(t_ms)
 
     monkeypatch.setattr(plots, "TimelinePlot", CountingPlot)
+    widgets._timeline_figure.cache_clear()
+    widgets._timeline_png.cache_clear()
     return counts
 
 
