@@ -18,8 +18,8 @@ SUBCOMMANDS = {
         "lessonkit.serve.proxy",
         "run a reverse proxy that buffers or passes a stream through",
     ),
-    "grade": ("lessonkit.grade", "grade exercise notebooks headless, writing a CSV"),
-    "assign": ("lessonkit.assign", "generate exercises/ from the solution notebooks"),
+    "grade": ("lessonkit.grading.grade", "grade exercise notebooks headless, writing a CSV"),
+    "assign": ("lessonkit.grading.assign", "generate exercises/ from the solution notebooks"),
 }
 
 

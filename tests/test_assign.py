@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lessonkit import assign
-from lessonkit.checker import EXERCISES
+from lessonkit.grading import assign
+from lessonkit.grading.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parent.parent
 

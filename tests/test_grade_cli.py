@@ -11,8 +11,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lessonkit import grade
-from lessonkit.checker import EXERCISES, call_in_process, evaluate
+from lessonkit.grading import grade
+from lessonkit.grading.engine import call_in_process, evaluate
+from lessonkit.grading.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -66,10 +67,10 @@ TAMPER_CELLS = [
     "    return CheckResult(True, 30.0, 30.0, 'passed')\n"
     "lessonkit.grading.check = check",
     # Patch the references and the checker in its own process.
-    "import lessonkit.core.client, lessonkit.exercises_ref, lessonkit.checker\n"
-    "lessonkit.exercises_ref.read_stream = lambda chunks: ('', True)\n"
+    "import lessonkit.core.client, lessonkit.grading.ex2_read_stream, lessonkit.grading.engine\n"
+    "lessonkit.grading.ex2_read_stream.reference = lambda chunks: ('', True)\n"
     "lessonkit.core.client.read_stream = lambda chunks, dialect='lesson': None\n"
-    "lessonkit.checker.evaluate = lambda *a, **k: None",
+    "lessonkit.grading.engine.evaluate = lambda *a, **k: None",
     "def read_stream(chunks):\n    return '', True",
     "check('read_stream', read_stream)",
 ]

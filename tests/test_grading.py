@@ -9,26 +9,51 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit import checker, grade_child, grading
-from lessonkit import exercises_ref as ref
-from lessonkit.checker import EXERCISES, call_in_process, evaluate, evaluate_value, to_jsonable
+from lessonkit import grading
 from lessonkit.core import llm, practice
-from lessonkit.grading import check
+from lessonkit.grading import check, child, engine, feedback, notebook
+from lessonkit.grading import ex1_response_times as ex1
+from lessonkit.grading import ex2_read_stream as ex2
+from lessonkit.grading import ex3_now_change_it as ex3
+from lessonkit.grading import ex4_read_anthropic as ex4
+from lessonkit.grading import ex5_resume as ex5
+from lessonkit.grading import ex6_parse_sse as ex6
+from lessonkit.grading.codec import to_jsonable
+from lessonkit.grading.engine import call_in_process, evaluate, evaluate_value
+from lessonkit.grading.exercises import EXERCISES
+from lessonkit.grading.notebook import GRADING_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTION_IDS = [e for e in EXERCISES if EXERCISES[e].kind == "function"]
+REFERENCES = {
+    "response_times": ex1.reference,
+    "read_stream": ex2.reference,
+    "read_anthropic": ex4.reference,
+    "resume": ex5.reference,
+    "parse_sse": ex6.reference,
+}
+
+
+def _named(name: str, fn):
+    """Return fn under a learner's function name (try_it prints the name)."""
+
+    def named(*args):
+        return fn(*args)
+
+    named.__name__ = name
+    return named
 
 
 def _namespace_of(folder: str, notebook: str, monkeypatch) -> dict:
     """Return the exercise objects a notebook defines, run the way the grader runs it."""
     import nbformat
 
-    monkeypatch.setenv(grading.GRADING_ENV, "1")
+    monkeypatch.setenv(GRADING_ENV, "1")
     nb = nbformat.read(ROOT / folder / notebook, as_version=4)
     cells = [c.source for c in nb.cells if c.cell_type == "code"]
     functions = [e for e in EXERCISES if EXERCISES[e].kind == "function"]
     values = [e for e in EXERCISES if EXERCISES[e].kind == "value"]
-    found, errors, stopped = grade_child.run_cells(cells, functions, values, 20)
+    found, errors, stopped = child.run_cells(cells, functions, values, 20)
     assert not stopped
     return found
 
@@ -37,11 +62,11 @@ def _notebook_for(exercise_id: str) -> str:
     return next(p.name for p in (ROOT / "solutions").glob("ex*_" + exercise_id + ".ipynb"))
 
 
-def _graded(exercise_id: str, fn) -> checker.Report:
+def _graded(exercise_id: str, fn) -> engine.Report:
     return evaluate(EXERCISES[exercise_id], lambda case: call_in_process(fn, case), hidden=True)
 
 
-def _failed_rules(report: checker.Report) -> set[str]:
+def _failed_rules(report: engine.Report) -> set[str]:
     return {f.rule for f in report.findings if not f.passed}
 
 
@@ -84,7 +109,7 @@ def test_check_on_a_stub_reports_not_attempted_without_raising(capsys):
 
 def test_the_reference_answers_pass_their_own_checks():
     for exercise_id in FUNCTION_IDS:
-        report = _graded(exercise_id, getattr(ref, exercise_id))
+        report = _graded(exercise_id, REFERENCES[exercise_id])
         assert report.passed, report.text()
 
 
@@ -147,7 +172,7 @@ def test_feedback_shows_the_smallest_failing_chunk_list_with_expected_and_got():
     finding = next(
         f for f in report.findings if f.rule == "a character split across chunks survives"
     )
-    block = "\n".join(checker._finding_lines(finding))  # the block shown when it fails first
+    block = "\n".join(feedback.finding_lines(finding))  # the block shown when it fails first
     assert 'chunks = [b\'data: {"delta": "\\xc3\', b\'\\xa9"}\\n\\ndata' in block
     assert "expected  ('é ü', True)" in block
     assert "got       raised UnicodeDecodeError" in block
@@ -165,14 +190,14 @@ def test_public_feedback_counts_public_checks_and_promises_more_at_grading():
     report = evaluate(
         EXERCISES["read_stream"], lambda case: call_in_process(_reader(use_if=True), case)
     )
-    public = len(EXERCISES["read_stream"].public_rules())
+    public = len([r for r in EXERCISES["read_stream"].rules if not r.hidden])
     assert re.search(rf"public checks \d+/{public} pass", report.text())
     assert "More checks run at grading" in report.text()
     assert not any(f.hidden for f in report.findings)
 
 
 def test_a_fully_passing_public_check_never_claims_all_tests_passed():
-    result = check("read_stream", ref.read_stream, show=False)
+    result = check("read_stream", ex2.reference, show=False)
     assert result.passed
     assert "More checks run at grading" in result.feedback
     assert "all tests passed" not in result.feedback.lower()
@@ -180,7 +205,7 @@ def test_a_fully_passing_public_check_never_claims_all_tests_passed():
 
 def test_hidden_failures_name_the_rule_but_never_show_the_input():
     def read_stream(chunks):
-        text, complete = ref.read_stream(chunks)
+        text, complete = ex2.reference(chunks)
         return (text.replace("日", "?"), complete)  # wrong only on the hidden CJK input
 
     report = _graded("read_stream", read_stream)
@@ -230,7 +255,7 @@ def test_differently_written_correct_readers_are_accepted():
 
 
 def test_a_wrong_return_shape_is_explained():
-    report = _graded("read_stream", lambda chunks: ref.read_stream(chunks)[0])
+    report = _graded("read_stream", lambda chunks: ex2.reference(chunks)[0])
     assert "read_stream must return a tuple (text, complete)" in report.text()
 
 
@@ -278,13 +303,13 @@ def test_response_times_written_with_floats_and_extra_keys_is_accepted():
 
 
 def test_a_wrong_drop_prediction_fails_only_that_prediction():
-    answers = checker.now_change_it_answers() | {"drop40_text": "Your caf"}
+    answers = ex3.reference() | {"drop40_text": "Your caf"}
     report = evaluate_value(EXERCISES["now_change_it"], to_jsonable(answers), hidden=True)
     assert _failed_rules(report) == {"experiment 3, prediction: the text after a drop at 40 bytes"}
 
 
 def test_predictions_accept_lowercase_letters_and_quoted_text_but_never_reveal_answers():
-    answers = checker.now_change_it_answers() | {"decode_why": " b) ", "drop40_text": "'Your'"}
+    answers = ex3.reference() | {"decode_why": " b) ", "drop40_text": "'Your'"}
     assert evaluate_value(EXERCISES["now_change_it"], to_jsonable(answers)).passed
     wrong = answers | {"if_why": "C", "decode_1000_text": "Your caf"}
     text = evaluate_value(EXERCISES["now_change_it"], to_jsonable(wrong)).text()
@@ -292,7 +317,7 @@ def test_predictions_accept_lowercase_letters_and_quoted_text_but_never_reveal_a
 
 
 def test_half_answered_predictions_score_their_share():
-    answers = checker.now_change_it_answers()
+    answers = ex3.reference()
     half = {k: (v if k.startswith("decode") else ...) for k, v in answers.items()}
     report = evaluate_value(EXERCISES["now_change_it"], to_jsonable(half))
     assert report.passed_rules == 3 and not report.not_attempted
@@ -423,7 +448,7 @@ def test_check_stops_a_function_that_never_returns_and_stays_usable(capsys):
     out = capsys.readouterr().out
     assert not result.passed and "no answer within 0.5 s" in out
     assert "not run (read_stream was stopped after 0.5 s)" in out
-    assert check("read_stream", ref.read_stream, show=False).passed  # still usable
+    assert check("read_stream", ex2.reference, show=False).passed  # still usable
 
 
 def test_check_reports_a_crash_with_the_input_instead_of_raising():
@@ -437,13 +462,13 @@ def test_check_reports_a_crash_with_the_input_instead_of_raising():
 def test_check_never_raises_for_bad_arguments():
     assert (
         "unknown exercise 'read_streams'"
-        in check("read_streams", ref.read_stream, show=False).feedback
+        in check("read_streams", ex2.reference, show=False).feedback
     )
     assert "needs your function" in check("read_stream", "oops", show=False).feedback
 
 
 def test_check_result_repr_is_one_short_line_naming_the_exercise_and_score():
-    result = check("response_times", ref.response_times, show=False)
+    result = check("response_times", ex1.reference, show=False)
     assert repr(result) == "CheckResult(response_times: 10/10 passed)"
 
 
@@ -457,25 +482,25 @@ def test_check_result_repr_says_not_attempted_for_a_stub():
 
 
 def test_check_is_skipped_quietly_while_grading(monkeypatch, capsys):
-    monkeypatch.setenv(grading.GRADING_ENV, "1")
-    result = check("read_stream", ref.read_stream)
+    monkeypatch.setenv(GRADING_ENV, "1")
+    result = check("read_stream", ex2.reference)
     assert (result.passed, capsys.readouterr().out) == (False, "")
 
 
 def test_a_function_that_patches_the_library_in_its_process_cannot_change_the_verdict():
     def read_stream(chunks):
-        import lessonkit.exercises_ref
+        import lessonkit.grading.ex2_read_stream
 
-        lessonkit.exercises_ref.read_stream = lambda chunks: ("", False)
+        lessonkit.grading.ex2_read_stream.reference = lambda chunks: ("", False)
         return "", False
 
     assert not check("read_stream", read_stream, show=False).passed
-    assert ref.read_stream([b"data: [DONE]\n\n"]) == ("", True)  # the kernel's copy is intact
+    assert ex2.reference([b"data: [DONE]\n\n"]) == ("", True)  # the kernel's copy is intact
 
 
 def test_the_notebook_display_has_html_and_the_same_plain_text():
     result = check("read_stream", _reader(use_if=True), show=False)
-    html_text = grading.feedback_html(result)
+    html_text = feedback.feedback_html(result)
     assert "several events in one chunk" in html_text and "<details>" in html_text
 
 
@@ -483,21 +508,14 @@ def test_the_notebook_display_has_html_and_the_same_plain_text():
 # Packaged conformance cases
 
 
-def test_the_package_holds_every_public_conformance_case_of_the_tests():
-    tests_cases = json.loads((ROOT / "tests" / "conformance" / "sse_cases.json").read_text())
-    packaged = {(c["name"], c["input"]) for c in checker.conformance_cases()}
-    for case in tests_cases:
-        assert (case["name"], case["input"].encode("utf-8")) in packaged
-
-
 def test_packaged_conformance_cases_agree_with_the_course_decoder():
-    for case in checker.conformance_cases():
-        assert ref.parse_sse([case["input"]]) == case["events"], case["name"]
+    for case in ex6.conformance_cases():
+        assert ex6.reference([case["input"]]) == case["events"], case["name"]
 
 
 def test_generated_parser_streams_are_seeded():
-    assert checker.generated_stream(5) == checker.generated_stream(5)
-    assert checker.generated_stream(5) != checker.generated_stream(6)
+    assert ex6.generated_stream(5) == ex6.generated_stream(5)
+    assert ex6.generated_stream(5) != ex6.generated_stream(6)
 
 
 def test_practice_fetch_serves_the_event_stream_and_records_ids():
@@ -510,7 +528,7 @@ def test_practice_fetch_serves_the_event_stream_and_records_ids():
 
 def test_a_parser_written_as_a_generator_is_accepted():
     def parse_sse(chunks):
-        yield from ref.parse_sse(chunks)
+        yield from ex6.reference(chunks)
 
     assert _graded("parse_sse", parse_sse).passed
     assert check("parse_sse", parse_sse, show=False).passed
@@ -527,7 +545,7 @@ def test_try_it_stops_a_function_that_never_returns_and_the_kernel_stays_usable(
 
     grading.try_it(read_stream, [b"data: [DONE]\n\n"], limit_s=0.5)
     assert "read_stream gave no answer within 0.5 s and was stopped" in capsys.readouterr().out
-    grading.try_it(ref.read_stream, [b"data: [DONE]\n\n"])
+    grading.try_it(_named("read_stream", ex2.reference), [b"data: [DONE]\n\n"])
     assert capsys.readouterr().out == "read_stream -> ('', True)\n"
 
 
@@ -566,7 +584,7 @@ def test_try_it_prints_a_stub_and_an_error_instead_of_raising(capsys):
 
 def test_try_it_still_records_the_ids_a_practice_fetch_was_called_with(capsys):
     fetch = grading.practice_fetch(drops=[70, 30, 100])
-    grading.try_it(ref.resume, fetch)
+    grading.try_it(_named("resume", ex5.reference), fetch)
     assert capsys.readouterr().out == "resume -> 'Your café order ships on Monday.'\n"
     assert fetch.requests == [None, "0", "0", "2"]
 
@@ -575,7 +593,7 @@ def test_try_it_runs_nothing_while_grading(monkeypatch, capsys):
     def read_stream(chunks):
         raise AssertionError("ran while grading")
 
-    monkeypatch.setenv(grading.GRADING_ENV, "1")
+    monkeypatch.setenv(GRADING_ENV, "1")
     grading.try_it(read_stream, [b""])
     assert capsys.readouterr().out == "read_stream: try it skipped while grading\n"
 
@@ -598,17 +616,15 @@ def test_a_function_that_ends_its_process_is_reported_in_plain_words():
 
 
 def test_a_hidden_rule_that_ends_the_process_still_says_what_happened():
-    finding = checker.Finding(
-        "long answers", False, hidden=True, got=checker.PROCESS_ENDED, hint="h"
-    )
-    assert f"  got       {checker.PROCESS_ENDED}" in checker._finding_lines(finding)
+    finding = engine.Finding("long answers", False, hidden=True, got=engine.PROCESS_ENDED, hint="h")
+    assert f"  got       {engine.PROCESS_ENDED}" in feedback.finding_lines(finding)
 
 
 def test_each_parse_sse_conformance_rule_has_its_own_hint():
     rules = [r for r in EXERCISES["parse_sse"].rules if r.name.startswith("conformance: ")]
     hints = [r.hint for r in rules]
-    assert len(set(hints)) == len(hints) == len(checker.conformance_cases())
-    assert checker._CONFORMANCE_HINT not in hints
+    assert len(set(hints)) == len(hints) == len(ex6.conformance_cases())
+    assert ex6.CONFORMANCE_HINT not in hints
 
 
 @pytest.mark.parametrize(
@@ -629,7 +645,7 @@ def test_a_parse_sse_conformance_failure_shows_the_hint_for_that_rule(rule, word
 def test_a_parser_that_forgets_the_last_event_id_is_told_that_the_id_persists():
     def parse_sse(chunks):
         return [(kind, data, "" if i else last) for i, (kind, data, last) in enumerate(
-            ref.parse_sse(chunks))]  # fmt: skip
+            ex6.reference(chunks))]  # fmt: skip
 
     report = _graded("parse_sse", parse_sse)
     failed = next(f for f in report.findings if f.rule == "conformance: the last event id persists")
@@ -649,7 +665,7 @@ def _stops_at_empty_chunk(chunks):
         if not chunk:
             break
         kept.append(chunk)
-    return ref.read_stream(kept)
+    return ex2.reference(kept)
 
 
 def test_every_case_of_the_empty_chunk_rule_holds_an_empty_chunk():
@@ -668,7 +684,7 @@ def test_a_reader_that_stops_at_an_empty_chunk_fails_the_empty_chunk_rule_showin
 def test_a_reader_broken_without_empty_chunks_too_is_not_blamed_on_them_when_another_case_judges():
     def read_stream(chunks):  # fails only when the first piece is not the whole stream
         chunks = [c for c in chunks if c]
-        return ref.read_stream(chunks) if len(chunks) == 1 else ("", False)
+        return ex2.reference(chunks) if len(chunks) == 1 else ("", False)
 
     finding = next(f for f in _graded("read_stream", read_stream).findings if f.rule == EMPTY_RULE)
     assert finding.passed
@@ -684,29 +700,29 @@ def test_a_reader_that_fails_every_control_still_fails_the_empty_chunk_rule_with
 
 
 # ---------------------------------------------------------------------------
-# The map at the top of the checker
+# The map in the package docstring
 
 
-def test_the_checker_map_names_functions_that_exist():
-    doc = checker.__doc__
-    assert "A map of this file" in doc
-    for name in re.findall(r"``(_\w+)``", doc):
-        assert hasattr(checker, name), name
+def test_the_grading_package_map_names_every_module_and_only_modules_that_exist():
+    doc = grading.__doc__
+    listed = set(re.findall(r"^ {4}(\w+)  ", doc, re.M)) | set(re.findall(r"\bex\d_\w+", doc))
+    modules = {p.stem for p in Path(grading.__file__).parent.glob("*.py")} - {"__init__"}
+    assert listed == modules
 
 
 def test_a_check_result_echoed_in_the_cell_that_showed_it_shows_nothing_more(monkeypatch, capsys):
-    monkeypatch.setattr(grading, "_execution_count", lambda: 7)
-    result = check("response_times", ref.response_times)
+    monkeypatch.setattr(notebook, "_execution_count", lambda: 7)
+    result = check("response_times", ex1.reference)
     capsys.readouterr()
     result._ipython_display_()  # what IPython calls for the cell's last expression
     assert capsys.readouterr().out == ""
 
 
 def test_a_check_result_shown_again_in_a_later_cell_shows_its_feedback(monkeypatch, capsys):
-    monkeypatch.setattr(grading, "_execution_count", lambda: 7)
-    result = check("response_times", ref.response_times)
+    monkeypatch.setattr(notebook, "_execution_count", lambda: 7)
+    result = check("response_times", ex1.reference)
     capsys.readouterr()
-    monkeypatch.setattr(grading, "_execution_count", lambda: 8)
+    monkeypatch.setattr(notebook, "_execution_count", lambda: 8)
     result._ipython_display_()
     assert capsys.readouterr().out == result.feedback + "\n"
 
@@ -715,11 +731,11 @@ def test_a_check_result_shown_again_in_a_later_cell_shows_its_feedback(monkeypat
 # Focused feedback: the first failing rule in full, with a hint for the bug behind it
 
 
-def _public(exercise_id: str, fn) -> checker.Report:
+def _public(exercise_id: str, fn) -> engine.Report:
     return evaluate(EXERCISES[exercise_id], lambda case: call_in_process(fn, case))
 
 
-def _first_hint(report: checker.Report) -> str:
+def _first_hint(report: engine.Report) -> str:
     text = report.text()
     block = text[text.index("FAILED") :]
     return next(line for line in block.splitlines() if line.startswith("  hint"))
@@ -729,7 +745,7 @@ def test_feedback_shows_the_first_failing_rule_in_full_and_only_names_the_others
     text = _public("read_stream", _reader(use_if=True)).text()
     assert text.count("FAILED") == 1 and text.count("  hint") == 1
     assert "FAILED  the whole stream in one chunk" in text
-    also = text[text.index(checker.ALSO_FAILING) :]
+    also = text[text.index(feedback.ALSO_FAILING) :]
     assert "  - several events in one chunk are all handled" in also
     assert "ok  a dropped connection keeps the text so far" in text
     assert re.search(r"public checks 2/\d+ pass", text)
@@ -737,13 +753,13 @@ def test_feedback_shows_the_first_failing_rule_in_full_and_only_names_the_others
 
 def test_graded_feedback_is_as_focused_as_the_notebook_check():
     text = _graded("read_stream", _reader(no_comments=True)).text()
-    assert text.count("FAILED") == 1 and checker.ALSO_FAILING in text
+    assert text.count("FAILED") == 1 and feedback.ALSO_FAILING in text
     assert "checks " in text and "(public and hidden)" in text
 
 
 def test_the_notebook_html_opens_only_the_first_failing_rule():
     result = check("read_stream", _reader(replace=True), show=False)
-    html_text = grading.feedback_html(result)
+    html_text = feedback.feedback_html(result)
     assert html_text.count("<pre") == 1 and "also failing" in html_text
 
 
@@ -778,7 +794,7 @@ def test_the_json_diagnosis_survives_the_forked_process_of_check():
 
 def test_a_failure_that_cannot_be_diagnosed_keeps_the_rules_own_hint():
     def read_stream(chunks):
-        text, complete = ref.read_stream(chunks)
+        text, complete = ex2.reference(chunks)
         return text.upper(), complete
 
     hint = _first_hint(_public("read_stream", read_stream))
@@ -824,11 +840,9 @@ def test_the_text_delta_rule_is_public_and_has_a_hidden_variant():
 
 
 def test_the_course_client_keeps_only_text_delta_text_of_a_stream_with_tool_and_thinking_blocks():
-    wire = checker._anthropic_blocks_wire(
-        ("Let me check.",), thinking=checker._THINKING, tool_json=checker._TOOL_JSON
-    )
+    wire = ex4.blocks_wire(("Let me check.",), thinking=ex4.THINKING, tool_json=ex4.TOOL_JSON)
     assert b"input_json_delta" in wire and b"thinking_delta" in wire
-    assert ref.read_anthropic([wire]) == ("Let me check.", True, "tool_use")
+    assert ex4.reference([wire]) == ("Let me check.", True, "tool_use")
 
 
 def test_a_long_stream_input_shows_its_end_and_says_what_is_missing():

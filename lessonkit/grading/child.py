@@ -1,4 +1,4 @@
-"""The process that runs a learner's code for grading: ``python -m lessonkit.grade_child``.
+"""The process that runs a learner's code for grading: ``python -m lessonkit.grading.child``.
 
 It runs the notebook's code cells, then answers the grader's requests: "call
 read_stream with these chunks", "send me the value of now_change_it". It only
@@ -36,9 +36,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from lessonkit.checker import decode_args, error_detail, learner_line, materialize, to_jsonable
+from lessonkit.grading.codec import (
+    decode_args,
+    error_detail,
+    learner_line,
+    materialize,
+    to_jsonable,
+)
 
-__all__ = ["main", "serve"]
+__all__ = ["Wire", "main", "run_cells", "serve"]
 
 
 class CallTimeout(BaseException):
@@ -55,7 +61,7 @@ class _Discard(io.TextIOBase):
         return True
 
 
-class _Wire:
+class Wire:
     """JSON lines over two file descriptors."""
 
     def __init__(self, read_fd: int, write_fd: int) -> None:
@@ -64,6 +70,7 @@ class _Wire:
         self.buffer = b""
 
     def send(self, message: dict) -> None:
+        """Send one message."""
         data = (json.dumps(message, allow_nan=True) + "\n").encode("utf-8")
         view = memoryview(data)
         while view:
@@ -71,6 +78,7 @@ class _Wire:
             view = view[written:]
 
     def receive(self) -> dict | None:
+        """Return the next message, or None at the end of input."""
         while b"\n" not in self.buffer:
             piece = os.read(self.read_fd, 1 << 16)
             if not piece:
@@ -93,7 +101,7 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise CallTimeout
 
 
-def serve(wire: _Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None:
+def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None:
     """Answer call and value requests until "quit" or the end of input."""
 
     def fetch(last_event_id: str | None = None) -> list[bytes]:
@@ -234,7 +242,7 @@ def main() -> int:
     sys.stdout = sys.stderr = _Discard()
     _limit_memory()
     signal.signal(signal.SIGALRM, _on_alarm)
-    wire = _Wire(read_fd, write_fd)
+    wire = Wire(read_fd, write_fd)
     setup = wire.receive()
     if setup is None or setup.get("op") != "run":
         return 2

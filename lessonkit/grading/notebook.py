@@ -3,8 +3,8 @@
     from lessonkit.grading import check
     check("read_stream", read_stream)
 
-``check`` runs the public checks of one exercise (``lessonkit.checker``) and
-shows what failed: the rule, the smallest input that breaks the function,
+``check`` runs the public checks of one exercise (``lessonkit.grading.engine``)
+and shows what failed: the rule, the smallest input that breaks the function,
 what was expected and what came back, and a hint. It never raises.
 
 The learner's function runs in a forked copy of the kernel, one call at a
@@ -12,7 +12,7 @@ time, with a time limit per call: a function that never returns is killed
 after a few seconds and the kernel stays usable. (Where fork is missing, a
 thread runs it instead; a runaway thread is then left behind.) The kernel
 compares each result with the reference, so nothing the function does in its
-copy can change the verdict.
+copy can change the verdict. ``try_it`` runs one call the same way.
 
 Hidden checks run only at grading (``lessonkit grade``), and their feedback
 names the rule, never the input.
@@ -21,43 +21,44 @@ names the rule, never the input.
 from __future__ import annotations
 
 import contextlib
-import html
 import io
-import json
 import os
-import select
 import signal
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from lessonkit import checker
-from lessonkit.checker import (
-    EXERCISES,
-    PROCESS_ENDED,
+from lessonkit.grading.channel import Channel
+from lessonkit.grading.codec import materialize, to_jsonable
+from lessonkit.grading.engine import (
+    CALL_LIMIT_S,
     Case,
-    FakeFetch,
-    FetchScript,
+    Exercise,
     Outcome,
     Report,
+    call_in_process,
+    evaluate,
+    evaluate_value,
 )
+from lessonkit.grading.ex5_resume import FakeFetch, FetchScript
+from lessonkit.grading.exercises import EXERCISES
+from lessonkit.grading.feedback import feedback_html
 
 __all__ = [
-    "EXERCISES",
+    "GRADING_ENV",
     "CheckResult",
     "check",
     "grading_mode",
     "http_fetch",
+    "isolated_calls",
     "live_resume",
     "practice_fetch",
     "try_it",
 ]
 
-CALL_LIMIT_S = 3.0  # one call of the learner's function
 GRADING_ENV = "LESSONKIT_GRADING"
 
 
@@ -99,168 +100,35 @@ class CheckResult:
 
 
 # ---------------------------------------------------------------------------
-# Talking to the process that runs the learner's code
+# Running the learner's function out of the kernel's reach
 
 
-class ChildGone(Exception):
-    """The process running the learner's code ended or stopped answering."""
+@contextlib.contextmanager
+def isolated_calls(name: str, fn: Callable[..., Any]) -> Iterator[Callable[[Case, float], Outcome]]:
+    """Yield call(case, limit_s) -> Outcome of fn(*case.args), each call under a time limit.
 
-
-class Channel:
-    """The grader's end of the JSON-lines protocol of ``lessonkit.grade_child``."""
-
-    def __init__(
-        self, read_fd: int, write_fd: int, stop: Callable[[], None], grace_s: float = 0.0
-    ) -> None:
-        self.read_fd = read_fd
-        self.grace_s = grace_s  # extra wait past a call's limit (a child with its own alarm)
-        self.write_fd = write_fd
-        self._stop = stop
-        self._buffer = b""
-        self.alive = True
-
-    def send(self, message: dict) -> None:
-        """Send one message; a dead child raises ChildGone."""
-        data = (json.dumps(message) + "\n").encode("utf-8")
+    The calls run in a forked copy of this process, stopped when the block
+    ends; where fork is missing (or fails), in a daemon thread instead.
+    """
+    channel = None
+    if hasattr(os, "fork"):
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.write_fd, view) :]
-        except OSError as exc:  # BrokenPipeError: the child is gone
-            self.close()
-            raise ChildGone(PROCESS_ENDED) from exc
-
-    def receive(self, timeout_s: float) -> dict | None:
-        """Return the next message, or None if none came within timeout_s (then stop it)."""
-        deadline = time.monotonic() + timeout_s
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.close()
-                return None
-            ready, _, _ = select.select([self.read_fd], [], [], remaining)
-            if not ready:
-                continue
-            piece = os.read(self.read_fd, 1 << 16)
-            if not piece:
-                self.close()
-                raise ChildGone(PROCESS_ENDED)
-            self._buffer += piece
-            if len(self._buffer) > 64 << 20:
-                self.close()
-                raise ChildGone("the code sent back more than 64 MB")
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        try:
-            message = json.loads(line)
-        except ValueError as exc:
-            self.close()
-            raise ChildGone("the process running the code sent garbage") from exc
-        if not isinstance(message, dict):
-            self.close()
-            raise ChildGone("the process running the code sent garbage")
-        return message
-
-    def call(self, name: str, case: Case, limit_s: float) -> Outcome:
-        """Return the Outcome of name(*case.args) in the child; fetch requests are served here."""
-        if not self.alive:
-            return Outcome(timed_out=True)
-        fake = next(
-            (
-                a if isinstance(a, FakeFetch) else FakeFetch(a)
-                for a in case.args
-                if isinstance(a, (FetchScript, FakeFetch))
-            ),
-            None,
-        )
-        try:
-            self.send(
-                {
-                    "op": "call",
-                    "name": name,
-                    "args": checker.encode_args(case.args),
-                    "limit_s": limit_s,
-                }
-            )
-            while True:
-                message = self.receive(limit_s + self.grace_s)
-                if message is None:
-                    return Outcome(timed_out=True, requests=_requests(fake))
-                if message.get("op") == "fetch" and fake is not None:
-                    self._serve_fetch(fake, message.get("last_event_id"))
-                    continue
-                return _outcome(message, fake)
-        except ChildGone as exc:
-            return Outcome(error=str(exc), error_type="ChildGone", requests=_requests(fake))
-
-    def _serve_fetch(self, fake: FakeFetch, last_event_id: Any) -> None:
-        if last_event_id is not None and not isinstance(last_event_id, str):
-            last_event_id = str(last_event_id)
-        try:
-            chunks = fake(last_event_id)
-        except RuntimeError as exc:
-            self.send({"op": "fetch_failed", "message": str(exc)})
-            return
-        self.send({"op": "fetched", "chunks": checker.to_jsonable(chunks)})
-
-    def value(self, name: str, limit_s: float) -> Any:
-        """Return the JSON form of a value the child holds (raises ChildGone on trouble)."""
-        self.send({"op": "value", "name": name})
-        message = self.receive(limit_s)
-        if message is None:
-            raise ChildGone(f"no answer within {limit_s:g} s")
-        return message.get("value")
-
-    def close(self) -> None:
-        """Stop the child and free the pipes (safe to call twice)."""
-        if not self.alive:
-            return
-        self.alive = False
-        try:
-            self._stop()
-        finally:
-            for fd in (self.read_fd, self.write_fd):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-
-    def quit(self) -> None:
-        """Ask the child to end, then stop it."""
-        if self.alive:
-            try:
-                self.send({"op": "quit"})
-            except ChildGone:
-                pass
-        self.close()
-
-
-def _requests(fake: FakeFetch | None) -> tuple | None:
-    return tuple(fake.requests) if fake is not None else None
-
-
-def _outcome(message: dict, fake: FakeFetch | None) -> Outcome:
-    op = message.get("op")
-    if op == "result":
-        return Outcome(value=message.get("value"), requests=_requests(fake))
-    if op == "timeout":
-        return Outcome(timed_out=True, requests=_requests(fake))
-    if op == "raised":
-        kind = str(message.get("type", "Exception"))
-        text = str(message.get("message", ""))
-        where = message.get("where")
-        return Outcome(
-            error=f"{kind}: {text}" if text else kind,
-            error_type=kind,
-            where=str(where) if where else None,
-            requests=_requests(fake),
-            detail=str(message["detail"]) if message.get("detail") is not None else None,
-        )
-    return Outcome(error="an unexpected reply", error_type="Protocol", requests=_requests(fake))
+            channel = _fork_channel(name, fn)
+        except OSError:  # no processes left to fork: fall back to a thread
+            channel = None
+    if channel is None:
+        yield _ThreadRunner(fn).call
+        return
+    try:
+        yield lambda case, limit_s: channel.call(name, case, limit_s)
+    finally:
+        channel.quit()
 
 
 def _fork_channel(name: str, fn: Callable[..., Any]) -> Channel:
     """Return a Channel to a forked copy of this process that serves ``fn`` under ``name``."""
-    from lessonkit import grade_child
+    # Imported here: `python -m lessonkit.grading.child` must not find it loaded already.
+    from lessonkit.grading import child
 
     down_read, down_write = os.pipe()
     up_read, up_write = os.pipe()
@@ -276,8 +144,8 @@ def _fork_channel(name: str, fn: Callable[..., Any]) -> Channel:
                 os.dup2(null, fd)
             sys.stdout = sys.stderr = io.StringIO()
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-            wire = grade_child._Wire(down_read, up_write)
-            grade_child.serve(wire, {name: fn}.get, use_alarm=False)
+            wire = child.Wire(down_read, up_write)
+            child.serve(wire, {name: fn}.get, use_alarm=False)
         finally:
             os._exit(0)
     os.close(down_read)
@@ -308,7 +176,7 @@ class _ThreadRunner:
             return Outcome(timed_out=True)
         box: list[Outcome] = []
         worker = threading.Thread(
-            target=lambda: box.append(checker.call_in_process(self.fn, case)), daemon=True
+            target=lambda: box.append(call_in_process(self.fn, case)), daemon=True
         )
         worker.start()
         worker.join(limit_s)
@@ -357,34 +225,22 @@ def check(
     return _finish(result, show)
 
 
-def _run_public(exercise: checker.Exercise, fn: Any, limit_s: float) -> Report:
+def _run_public(exercise: Exercise, fn: Any, limit_s: float) -> Report:
     if exercise.kind == "value":
-        return checker.evaluate_value(exercise, checker.to_jsonable(fn))
+        return evaluate_value(exercise, to_jsonable(fn))
     if not callable(fn):
-        kind = "nothing (None)" if fn is None else f"a {type(fn).__name__}"
         return Report(
             exercise.id,
             exercise.title,
             exercise.points,
-            problem=f"check({exercise.id!r}, ...) needs your function; it got {kind}.",
+            problem=f"check({exercise.id!r}, ...) needs your function; it got {_kind_of(fn)}.",
         )
-    channel = None
-    if hasattr(os, "fork"):
-        try:
-            channel = _fork_channel(exercise.id, fn)
-        except OSError:  # no processes left to fork: fall back to a thread
-            channel = None
-    if channel is not None:
-        try:
-            return checker.evaluate(
-                exercise,
-                lambda case: channel.call(exercise.id, case, limit_s),
-                call_limit_s=limit_s,
-            )
-        finally:
-            channel.quit()
-    runner = _ThreadRunner(fn)
-    return checker.evaluate(exercise, lambda case: runner.call(case, limit_s), call_limit_s=limit_s)
+    with isolated_calls(exercise.id, fn) as call:
+        return evaluate(exercise, lambda case: call(case, limit_s), call_limit_s=limit_s)
+
+
+def _kind_of(value: Any) -> str:
+    return "nothing (None)" if value is None else f"a {type(value).__name__}"
 
 
 def _finish(result: CheckResult, show: bool) -> CheckResult:
@@ -424,48 +280,6 @@ def _display(result: CheckResult) -> None:
         print(result.feedback)
 
 
-_COLOURS = {"pass": "#009E73", "fail": "#D55E00", "todo": "#E69F00"}  # Okabe-Ito
-
-
-def feedback_html(result: CheckResult) -> str:
-    """Return the feedback as a small HTML box: failures open, passed rules folded."""
-    report = result.report
-    lines = result.feedback.splitlines() or [""]
-    head = html.escape(lines[0])
-    if report is None or report.problem:
-        colour = _COLOURS["fail"]
-        body = ""
-    elif report.not_attempted:
-        colour, body = _COLOURS["todo"], ""
-    else:
-        colour = _COLOURS["pass"] if report.passed else _COLOURS["fail"]
-        failed = [f for f in report.findings if not f.passed and not f.not_run]
-        parts = []
-        if failed:  # the first failing rule in full, the others by name (as in the text)
-            block = "\n".join(checker._finding_lines(failed[0]))
-            parts.append(
-                f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(block)}</pre>"
-            )
-        if len(failed) > 1:
-            items = "".join(f"<li>{html.escape(checker._tag(f) + f.rule)}</li>" for f in failed[1:])
-            parts.append(f"<div>{html.escape(checker.ALSO_FAILING)}<ul>{items}</ul></div>")
-        not_run = [f for f in report.findings if f.not_run]
-        if not_run:
-            items = "".join(f"<li>{html.escape(f.rule)}</li>" for f in not_run)
-            parts.append(f"<div>not run ({html.escape(report.stopped)}):<ul>{items}</ul></div>")
-        passed = [f for f in report.findings if f.passed]
-        if passed:
-            items = "".join(f"<li>{html.escape(f.rule)} ({f.checked})</li>" for f in passed)
-            parts.append(
-                f"<details><summary>{len(passed)} rule(s) pass</summary><ul>{items}</ul></details>"
-            )
-        body = "".join(parts)
-    return (
-        f"<div style='border-left:6px solid {colour};padding:6px 10px;margin:4px 0'>"
-        f"<b>{head}</b>{body}</div>"
-    )
-
-
 # ---------------------------------------------------------------------------
 # Small helpers for the exercise notebooks
 
@@ -494,10 +308,6 @@ def try_it(fn: Callable[..., Any], *args: Any, limit_s: float = CALL_LIMIT_S) ->
     print(verdict)
 
 
-def _kind_of(value: Any) -> str:
-    return "nothing (None)" if value is None else f"a {type(value).__name__}"
-
-
 SHOWN_RESULT_CHARS = 10_000  # longest result repr try_it prints
 
 
@@ -512,7 +322,7 @@ def _try_call(name: str, fn: Callable[..., Any], args: tuple, limit_s: float) ->
         printed = io.StringIO()
         try:
             with contextlib.redirect_stdout(printed):
-                value = checker.materialize(fn(*real))
+                value = materialize(fn(*real))
         except NotImplementedError:
             verdict = f"{name} is not written yet"
         except Exception as exc:
@@ -525,19 +335,8 @@ def _try_call(name: str, fn: Callable[..., Any], args: tuple, limit_s: float) ->
         return {"printed": printed.getvalue(), "verdict": verdict}
 
     case = Case("try it", () if fetch_at is None else (args[fetch_at],))
-    channel = None
-    if hasattr(os, "fork"):
-        try:
-            channel = _fork_channel("try_it", shown)
-        except OSError:
-            channel = None
-    if channel is not None:
-        try:
-            outcome = channel.call("try_it", case, limit_s)
-        finally:
-            channel.quit()
-    else:
-        outcome = _ThreadRunner(shown).call(case, limit_s)
+    with isolated_calls("try_it", shown) as call:
+        outcome = call(case, limit_s)
     if outcome.timed_out:
         return "", (
             f"{name} gave no answer within {limit_s:g} s and was stopped "
@@ -613,9 +412,10 @@ def live_resume(
     if grading_mode():
         print("live demo skipped while grading")
         return None
-    from lessonkit import server
+    # The one place this layer starts the server: only this live demo needs it.
+    from lessonkit.serve.background import running
 
-    with server.running(prefill_ms=prefill_ms, per_token_ms=per_token_ms) as url:
+    with running(prefill_ms=prefill_ms, per_token_ms=per_token_ms) as url:
         fetch = http_fetch(url, prompt=prompt, drop_after_bytes=drop_after_bytes)
         asked: list[str | None] = []
 

@@ -1,7 +1,7 @@
 """``lessonkit grade SUBMISSIONS... --out grades.csv``: grade exercise notebooks headless.
 
 Each notebook's code cells run in a fresh Python process
-(``lessonkit.grade_child``), never trusting stored outputs. The exercise
+(``lessonkit.grading.child``), never trusting stored outputs. The exercise
 functions are then found by name -- cell order, deleted or extra cells do not
 matter -- and this process calls them there on the public and hidden inputs
 and compares every answer with the reference computed here. The learner's
@@ -38,9 +38,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import lessonkit
-from lessonkit import checker
-from lessonkit.checker import EXERCISES, Outcome, Report
-from lessonkit.grading import CALL_LIMIT_S, GRADING_ENV, Channel, ChildGone
+from lessonkit.grading.channel import Channel, ChildGone
+from lessonkit.grading.engine import (
+    CALL_LIMIT_S,
+    Case,
+    Exercise,
+    Outcome,
+    Report,
+    evaluate,
+    evaluate_value,
+)
+from lessonkit.grading.exercises import EXERCISES
+from lessonkit.grading.notebook import GRADING_ENV
 
 __all__ = ["Row", "Submission", "configure_parser", "find_submissions", "grade", "main"]
 
@@ -183,7 +192,7 @@ class NotebookRun:
         up_read, up_write = os.pipe()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "lessonkit.grade_child"],
+                [sys.executable, "-m", "lessonkit.grading.child"],
                 stdin=down_read,
                 stdout=up_write,
                 stderr=subprocess.DEVNULL,
@@ -245,15 +254,15 @@ def _exit_text(run: NotebookRun) -> str:
     return f"the notebook's code ended the Python process (exit status {code})"
 
 
-def grade_exercise(run: NotebookRun, exercise: checker.Exercise, budget_s: float) -> Report:
+def grade_exercise(run: NotebookRun, exercise: Exercise, budget_s: float) -> Report:
     """Return the graded Report (public and hidden rules) of one exercise in a notebook run."""
     if exercise.kind == "value":
         value = run.ensure().value(exercise.id, CALL_LIMIT_S)
-        return checker.evaluate_value(exercise, value, hidden=True)
+        return evaluate_value(exercise, value, hidden=True)
     started = time.monotonic()
     limit_s = min(CALL_LIMIT_S, budget_s)
 
-    def call(case: checker.Case) -> Outcome:
+    def call(case: Case) -> Outcome:
         if time.monotonic() - started > budget_s:
             return Outcome(timed_out=True)
         try:
@@ -261,7 +270,7 @@ def grade_exercise(run: NotebookRun, exercise: checker.Exercise, budget_s: float
         except ChildGone as exc:
             return Outcome(error=str(exc), error_type="ChildGone")
 
-    return checker.evaluate(exercise, call, hidden=True, call_limit_s=limit_s)
+    return evaluate(exercise, call, hidden=True, call_limit_s=limit_s)
 
 
 def grade_submission(submission: Submission, timeout_s: float) -> Row:
@@ -526,13 +535,3 @@ def main(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
-
-
-def _cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lessonkit grade")
-    configure_parser(parser)
-    return main(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(_cli())

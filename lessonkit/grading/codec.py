@@ -1,0 +1,134 @@
+"""Values across a process boundary: ``to_jsonable(value)`` and back, and where code raised.
+
+The learner's function runs in another process (a forked copy of the kernel,
+or ``python -m lessonkit.grading.child``); what it returns comes back as JSON:
+bytes as ``{"__bytes__": base64}``, tuples as lists, anything else as its repr
+(``{"__repr__": ..., "__type__": ...}``). A generator's items are collected
+first (``materialize``), so ``yield`` is a fine way to write an answer.
+
+An argument that must stay in the grader's process (exercise 5's scripted
+server) is a ``Served``: it crosses as a placeholder, and the learner's code
+gets a ``fetch`` that asks the grader for each connection's chunks.
+
+Pure: no clocks, sockets or widgets.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = [
+    "SHOWN_CHARS",
+    "Served",
+    "decode_args",
+    "encode_args",
+    "error_detail",
+    "from_jsonable",
+    "learner_line",
+    "materialize",
+    "to_jsonable",
+]
+
+SHOWN_CHARS = 600  # longest input or value quoted in feedback
+# Frames in these folders are the course's or Python's, not the learner's (see learner_line).
+_LIBRARY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_STDLIB = os.path.dirname(os.path.abspath(traceback.__file__))
+_FETCH_PLACEHOLDER = "__fetch__"
+
+
+class Served:
+    """An argument that stays in the grader's process; the learner's code gets a stand-in.
+
+    ``serving()`` returns the callable that answers the stand-in's requests
+    (``fetch(last_event_id) -> chunks``) and records each one in ``.requests``.
+    """
+
+    def serving(self) -> Any:
+        """Return the callable that answers requests for this argument."""
+        raise NotImplementedError
+
+
+def to_jsonable(value: Any, _depth: int = 0) -> Any:
+    """Return ``value`` as plain JSON data: tuples become lists, bytes a base64 object."""
+    if _depth > 30:
+        return {"__repr__": "...(nested too deep)", "__type__": type(value).__name__}
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(item, _depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_jsonable(item, _depth + 1) for key, item in value.items()}
+    try:
+        shown = repr(value)
+    except Exception as exc:  # a learner's object whose repr breaks
+        shown = f"<{type(value).__name__} whose repr raised {type(exc).__name__}>"
+    return {"__repr__": shown[:SHOWN_CHARS], "__type__": type(value).__name__}
+
+
+def materialize(value: Any) -> Any:
+    """Return a list for a generator or iterator result (``yield`` is a fine way to write it)."""
+    if isinstance(value, (str, bytes, bytearray, list, tuple, dict)):
+        return value
+    if hasattr(value, "__next__") and hasattr(value, "__iter__"):
+        return list(value)
+    return value
+
+
+def from_jsonable(value: Any) -> Any:
+    """Return ``value`` with base64 objects turned back into bytes (lists stay lists)."""
+    if isinstance(value, list):
+        return [from_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        if set(value) == {"__bytes__"}:
+            return base64.b64decode(value["__bytes__"])
+        return {key: from_jsonable(item) for key, item in value.items()}
+    return value
+
+
+def encode_args(args: Sequence[Any]) -> list[Any]:
+    """Return call arguments as JSON data; a Served argument becomes a placeholder."""
+    return [{_FETCH_PLACEHOLDER: 1} if isinstance(a, Served) else to_jsonable(a) for a in args]
+
+
+def decode_args(args: Sequence[Any], fetch: Callable[..., Any] | None = None) -> list[Any]:
+    """Return the arguments ``encode_args`` sent, with ``fetch`` in place of the placeholder."""
+    out = []
+    for arg in args:
+        if isinstance(arg, dict) and set(arg) == {_FETCH_PLACEHOLDER}:
+            out.append(fetch)
+        else:
+            out.append(from_jsonable(arg))
+    return out
+
+
+def error_detail(exc: BaseException) -> str | None:
+    """Return the start of the text a JSONDecodeError could not parse (None for other errors)."""
+    doc = getattr(exc, "doc", None)
+    if isinstance(exc, ValueError) and isinstance(doc, str):
+        return doc[:200]
+    return None
+
+
+def learner_line(tb: Any) -> str | None:
+    """Return "line N: source" of the innermost traceback frame in the learner's code."""
+    where = None
+    for frame in traceback.extract_tb(tb):
+        name = os.path.abspath(frame.filename) if not frame.filename.startswith("<") else ""
+        if name.startswith(_LIBRARY) or name.startswith(_STDLIB):
+            continue
+        where = (
+            f"line {frame.lineno}: {frame.line.strip()}" if frame.line else f"line {frame.lineno}"
+        )
+    return where

@@ -1,0 +1,248 @@
+"""Exercise 5: resume after a drop with Last-Event-ID, ``resume(fetch) -> text``.
+
+``fetch(last_event_id)`` opens one connection to GET /v1/stream (``id:`` per
+token, ``event: done`` at the end) and returns its chunks. The checks serve it
+from a ``FetchScript``: a scripted server whose connection i drops after
+``drops[i]`` bytes. A ``FakeFetch`` serves a script and records the
+Last-Event-ID of each call, so a case is right when the text is right and the
+requests are the reference's. Both stay in the grader's process
+(``codec.Served``); the learner's code gets a fetch that asks for each
+connection's chunks.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from lessonkit.core import llm, network, sse
+from lessonkit.core.dialects import interpret
+from lessonkit.grading.codec import Served
+from lessonkit.grading.engine import Case, Exercise, Outcome, Rule
+from lessonkit.grading.feedback import show_plain
+from lessonkit.grading.streams import event_ends
+
+__all__ = ["MAX_FETCHES", "FakeFetch", "FetchScript", "exercise", "reference", "rules"]
+
+MAX_FETCHES = 20  # a resume loop that asks more often than this is stopped
+
+
+def reference(fetch: Callable[[str | None], Iterable[bytes]], max_attempts: int = 50) -> str:
+    """Return the whole answer of a GET /v1/stream, reconnecting with Last-Event-ID after drops.
+
+    ``fetch(last_event_id)`` opens one connection and returns its chunks;
+    ``None`` means "no Last-Event-ID header" (the first request).
+    """
+    text: list[str] = []
+    last_event_id: str | None = None
+    for _ in range(max_attempts):
+        decoder = sse.SSEDecoder()
+        for chunk in fetch(last_event_id):
+            for event in decoder.feed(chunk):
+                step = interpret(event, "eventsource")
+                text.append(step.delta)
+                if step.done:
+                    return "".join(text)
+        decoder.close()
+        # Spec: the last event ID string survives the connection; "" means no header.
+        last_event_id = decoder.last_event_id or last_event_id
+    raise RuntimeError(f"no done event after {max_attempts} connections")
+
+
+@dataclass(frozen=True)
+class FetchScript(Served):
+    """A scripted server for the resume exercise: connection i drops after ``drops[i]`` bytes.
+
+    Connections past the end of ``drops`` (or with ``None``) deliver the whole
+    rest of the answer. Each connection's bytes are cut at seeded random points.
+    """
+
+    tokens: tuple[str, ...]
+    drops: tuple[int | None, ...] = ()
+    seed: int = 0
+    heartbeat_ms: float | None = None
+
+    def serving(self) -> FakeFetch:
+        """Return a fresh FakeFetch serving this script."""
+        return FakeFetch(self)
+
+    def wire(self, last_event_id: str | None) -> bytes:
+        """Return what the server would send for a request with this Last-Event-ID."""
+        answer = llm.Answer(self.tokens, "stop")
+        resume_after = last_event_id if last_event_id not in (None, "") else None
+        return llm.wire_bytes(
+            answer,
+            "eventsource",
+            resume_after_id=resume_after,
+            heartbeat_ms=self.heartbeat_ms,
+            prefill_ms=300,
+            per_token_ms=40,
+        )
+
+    def respond(self, attempt: int, last_event_id: str | None) -> list[bytes]:
+        """Return the chunks of connection number ``attempt`` (0 first)."""
+        data = self.wire(last_event_id)
+        if attempt < len(self.drops) and self.drops[attempt] is not None:
+            data = network.drop_after(data, self.drops[attempt])
+        return network.random_cuts(data, seed=self.seed * 101 + attempt, max_piece_bytes=24)
+
+    def describe(self) -> str:
+        """Return the call that replays this script in a notebook, and the answer in words.
+
+        ``resume(practice_fetch(drops=[72], tokens=(...), seed=2))`` serves exactly
+        the same chunks as the check did.
+        """
+        args = [f"drops={list(self.drops)!r}", f"tokens={self.tokens!r}", f"seed={self.seed}"]
+        if self.heartbeat_ms:
+            args.append(f"heartbeat_ms={self.heartbeat_ms:g}")
+        drops = [
+            f"connection {i} {'does not drop' if d is None else f'drops after {d} bytes'}"
+            for i, d in enumerate(self.drops, 1)
+        ]
+        drops.append("later ones bring the rest" if drops else "no connection drops")
+        return (
+            f"resume(practice_fetch({', '.join(args)}))\n"
+            f"            (answer {''.join(self.tokens)!r}; {', '.join(drops)})"
+        )
+
+
+class FakeFetch(Served):
+    """``fetch(last_event_id) -> chunks`` served from a FetchScript; records each request."""
+
+    def __init__(self, script: FetchScript) -> None:
+        self.script = script
+        self.requests: list[str | None] = []
+
+    def serving(self) -> FakeFetch:
+        """Return this fetch itself: its requests are the ones recorded."""
+        return self
+
+    def __call__(self, last_event_id: str | None = None) -> list[bytes]:
+        if last_event_id is not None and not isinstance(last_event_id, str):
+            last_event_id = str(last_event_id)
+        self.requests.append(last_event_id)
+        if len(self.requests) > MAX_FETCHES:
+            raise RuntimeError(
+                f"fetch was called more than {MAX_FETCHES} times; stop after the done event"
+            )
+        return self.script.respond(len(self.requests) - 1, last_event_id)
+
+
+def rules() -> tuple[Rule, ...]:
+    """Return the rules of exercise 5, public first, then hidden."""
+    running = tuple(llm.tokenize(llm.RUNNING_ANSWER))
+    cafe = ("Your", " café", " order", " ships", " on", " Monday", " 😀", ".")
+    first = FetchScript(running).wire(None)
+    ends = event_ends(first)  # ends[0] closes the retry: block, ends[k] closes token k - 1
+    done_at = first.rfind(b"event: done")
+
+    def c(rule, scripts):
+        return lambda: [
+            Case(rule, (s,), (len(s.drops), sum(d or 0 for d in s.drops), s.seed)) for s in scripts
+        ]
+
+    return (
+        Rule(
+            "no drop: one connection gives the whole answer",
+            "Stop reading when the 'done' event arrives; return the text.",
+            c("nodrop", [FetchScript(running), FetchScript(cafe, seed=1)]),
+        ),
+        Rule(
+            "one drop: reconnect with the id of the last event received",
+            "Remember the id: field of each complete event; pass the last one to fetch().",
+            c("one", [FetchScript(running, (ends[k],), seed=k) for k in (1, 2, 3, 5)]),
+        ),
+        Rule(
+            "a drop inside an event: that event is not counted and comes again",
+            "Only a blank line completes an event; a half event at a drop is thrown away.",
+            c("inside", [FetchScript(running, (ends[k] - 3,), seed=k) for k in (2, 4)]),
+        ),
+        Rule(
+            "a drop before any event: reconnect without Last-Event-ID",
+            "With no id received yet, call fetch(None) again.",
+            c("early", [FetchScript(running, (5,)), FetchScript(running, (ends[0] + 4,))]),
+        ),
+        Rule(
+            "several drops in a row, no gap and no duplicate",
+            "Keep the last id across connections; a connection may bring no new event at all.",
+            c(
+                "several",
+                [
+                    FetchScript(running, (ends[2], 20, 60)),
+                    FetchScript(cafe, (ends[1] + 7, 10, 55, 70), seed=4),
+                ],
+            ),
+        ),
+        Rule(
+            "a drop just before the done event",
+            "All tokens came but not 'done': reconnect once more; the server sends only 'done'.",
+            c("late", [FetchScript(running, (done_at,)), FetchScript(running, (done_at + 5,))]),
+        ),
+        Rule(
+            "long answers with many drops",
+            "Reconnect as often as needed, always with the last id received.",
+            c(
+                "long",
+                [
+                    FetchScript(
+                        llm.long_answer(30, seed=s).tokens,
+                        tuple(random.Random(s).randrange(0, 400) for _ in range(5)),
+                        seed=s,
+                    )
+                    for s in range(5)
+                ],
+            ),
+            hidden=True,
+        ),
+        Rule(
+            "heartbeat comments between events",
+            "Comments carry no id and no text.",
+            c("heartbeat", [FetchScript(cafe, (120, 90), seed=9, heartbeat_ms=25)]),
+            hidden=True,
+        ),
+    )
+
+
+def _expected(case: Case) -> dict:
+    fetch = FakeFetch(case.args[0])
+    text = reference(fetch)
+    return {"text": text, "requests": list(fetch.requests)}
+
+
+def _got(outcome: Outcome) -> Any:
+    return {"text": outcome.value, "requests": list(outcome.requests or ())}
+
+
+def _shape(got: Any) -> str | None:
+    if not isinstance(got["text"], str):
+        return f"{show_plain(got['text'])} -- resume must return the whole text, a str"
+    return None
+
+
+def _same(case: Case, expected: Any, got: Any) -> bool:
+    norm = [r or None for r in got["requests"]]
+    return expected["text"] == got["text"] and expected["requests"] == norm
+
+
+def _show_value(value: Any) -> str:
+    if isinstance(value, dict) and "requests" in value:
+        return f"text {value['text']!r}, fetch called with {value['requests']!r}"
+    return show_plain(value)
+
+
+def exercise() -> Exercise:
+    """Return exercise 5: the text and the Last-Event-ID of each request, as ``reference``'s."""
+    return Exercise(
+        "resume",
+        "Exercise 5: resume after a drop with Last-Event-ID",
+        15,
+        rules(),
+        reference=_expected,
+        shape=_shape,
+        same=_same,
+        show_input=lambda case: case.args[0].describe(),
+        show_value=_show_value,
+        got_of=_got,
+    )

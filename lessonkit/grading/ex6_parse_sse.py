@@ -1,0 +1,175 @@
+"""Exercise 6 (stretch): a full WHATWG SSE parser, ``parse_sse(chunks) -> [(type, data, id)]``.
+
+One rule per conformance case of ``lessonkit/data/sse_cases.json`` (the
+course's one copy of them; ``conformance_cases()`` loads it), each fed whole,
+one byte at a time and at every single cut, with that case's own hint. Then
+seeded generated streams that mix every field kind, comments, a BOM and all
+three line endings, compared with the course decoder, ``lessonkit.core.sse``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from lessonkit.core import network, sse
+from lessonkit.grading.codec import from_jsonable
+from lessonkit.grading.engine import Case, Exercise, Rule
+from lessonkit.grading.feedback import show_plain
+from lessonkit.grading.streams import chunks_case, chunks_input
+
+__all__ = [
+    "CONFORMANCE_HINT",
+    "conformance_cases",
+    "exercise",
+    "generated_stream",
+    "reference",
+    "rules",
+]
+
+CONFORMANCE_HINT = "Follow the WHATWG 'interpret an event stream' steps for this case."
+
+
+def reference(chunks: Iterable[bytes]) -> list[tuple[str, str, str]]:
+    """Return (event type, data, last event id) for each event the WHATWG algorithm dispatches."""
+    return [(event.event, event.data, event.id) for event in sse.decode_all(chunks)]
+
+
+@lru_cache(maxsize=1)
+def conformance_cases() -> tuple[dict, ...]:
+    """Return the packaged SSE conformance cases: name, input bytes, expected events, hint."""
+    raw = resources.files("lessonkit").joinpath("data/sse_cases.json").read_text("utf-8")
+    cases = []
+    for item in json.loads(raw):
+        if "input_hex" in item:
+            data = bytes.fromhex(item["input_hex"])
+        else:
+            data = item["input"].encode("utf-8")
+        cases.append(
+            {
+                "name": item["name"],
+                "input": data,
+                "events": [tuple(e) for e in item["events"]],
+                "hint": item.get("hint") or CONFORMANCE_HINT,
+            }
+        )
+    return tuple(cases)
+
+
+_LINE_ENDS = ("\n", "\r", "\r\n")
+_FIELDS = [
+    "data: {t}",
+    "data:{t}",
+    "data",
+    "data:",
+    "event: {w}",
+    "event:{w}",
+    "id: {n}",
+    "id",
+    "id: 7\x00",
+    "retry: {n}",
+    "retry: x{n}",
+    ": {t}",
+    ":",
+    "{w}: {t}",
+    "data :{t}",
+]
+_WORDS = ["add", "remove", "message", "café", "ping", "x y"]
+_TEXTS = ["hello", " two spaces", "a:b: c", "é😀€", "[DONE]", '{"delta": "Hi"}', ""]
+
+
+def generated_stream(seed: int) -> bytes:
+    """Return a seeded random SSE stream mixing every field kind and line ending."""
+    rng = random.Random(seed)
+    lines: list[str] = ["\ufeff"] if rng.random() < 0.2 else []
+    for _ in range(rng.randint(3, 18)):
+        if rng.random() < 0.3:
+            template = ""
+        else:
+            template = rng.choice(_FIELDS)
+        line = template.format(t=rng.choice(_TEXTS), w=rng.choice(_WORDS), n=rng.randint(0, 99))
+        lines.append(line + rng.choice(_LINE_ENDS))
+    if rng.random() < 0.8:
+        lines.append("\n")
+    return "".join(lines).encode("utf-8")
+
+
+def rules() -> tuple[Rule, ...]:
+    """Return the rules of exercise 6: one per conformance case, then generated streams."""
+    rules = []
+    for item in conformance_cases():
+        data = item["input"]
+
+        def cases(data=data, name=item["name"]) -> list[Case]:
+            ways = [[data], network.cut(data, 1), *network.every_cut(data)]
+            return [chunks_case(name, chunks) for chunks in ways]
+
+        rules.append(
+            Rule(
+                f"conformance: {item['name']}",
+                item["hint"],
+                cases,
+            )
+        )
+    rules.append(
+        Rule(
+            "generated streams give the same events as lessonkit.core.sse.SSEDecoder",
+            "Mix of fields, comments, BOM and line endings; the cut must not matter.",
+            lambda: [
+                chunks_case(
+                    "gen", network.random_cuts(generated_stream(s), seed=s, max_piece_bytes=7)
+                )
+                for s in range(12)
+            ],
+        )
+    )
+    rules.append(
+        Rule(
+            "more generated streams, cut at random",
+            "Every cut of the same bytes must give the same events.",
+            lambda: [
+                chunks_case(
+                    "gen-hidden",
+                    network.random_cuts(generated_stream(1000 + s), seed=s, max_piece_bytes=5),
+                )
+                for s in range(60)
+            ],
+            hidden=True,
+        )
+    )
+    return tuple(rules)
+
+
+def _show_events(value: Any) -> str:
+    if isinstance(value, list):
+        return repr([tuple(v) if isinstance(v, list) else from_jsonable(v) for v in value])
+    return show_plain(value)
+
+
+def _shape(got: Any) -> str | None:
+    if not isinstance(got, list):
+        return f"{show_plain(got)} -- parse_sse must return a list of (type, data, id) tuples"
+    for item in got:
+        if not (
+            isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) for x in item)
+        ):
+            return f"{_show_events(got)} -- each event must be a tuple of three str"
+    return None
+
+
+def exercise() -> Exercise:
+    """Return exercise 6, graded against ``reference``."""
+    return Exercise(
+        "parse_sse",
+        "Exercise 6 (stretch): a full WHATWG SSE parser",
+        30,
+        rules(),
+        reference=lambda case: reference(case.args[0]),
+        shape=_shape,
+        show_input=chunks_input,
+        show_value=_show_events,
+    )

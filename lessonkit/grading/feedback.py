@@ -1,0 +1,190 @@
+"""What a learner reads: ``report_text(report) -> str`` and the notebook's ``feedback_html``.
+
+The text is focused: a headline with the score, then the first failing rule in
+full (the input, what was expected, what came back, a hint), the other failing
+rules by name only (they often share its cause), the rules that were not run,
+and the rules that passed. A hidden rule's input is never shown.
+
+The notebook shows the same text as a small HTML box whose edge is coloured
+like the course's other verdicts (``lessonkit.lab.views.FEEDBACK_COLOURS``, the
+one place this layer takes anything from ``lessonkit.lab``).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+from lessonkit.grading.codec import from_jsonable
+
+if TYPE_CHECKING:
+    from lessonkit.grading.engine import Finding, Report
+    from lessonkit.grading.notebook import CheckResult
+
+__all__ = [
+    "ALSO_FAILING",
+    "feedback_html",
+    "finding_lines",
+    "headline",
+    "report_text",
+    "show_plain",
+    "tagged",
+    "type_name",
+]
+
+ALSO_FAILING = "also failing (fix the one above first: these often share its cause):"
+
+
+def tagged(finding: Finding) -> str:
+    """Return the rule's name, marked "[hidden] " when only grading runs it."""
+    return f"[hidden] {finding.rule}" if finding.hidden else finding.rule
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def headline(report: Report) -> str:
+    """Return the first line of the feedback: the exercise, the checks passed, the score."""
+    name = report.exercise
+    if report.problem:
+        return f"{name}: {report.problem}"
+    if report.not_attempted and report.graded:
+        what = (
+            "every answer is still `...`"
+            if report.kind == "value"
+            else "the stub still raises NotImplementedError"
+        )
+        return f"{name}: not attempted yet -- {what}; 0 of {report.points:g} points."
+    if report.not_attempted and report.kind == "value":
+        return (
+            f"{name}: not attempted yet -- replace each `...` with your answer, run those "
+            "cells, then run this check again."
+        )
+    if report.not_attempted:
+        return (
+            f"{name}: not attempted yet -- replace the `raise NotImplementedError(...)` "
+            "line with your code, run that cell, then run this check again."
+        )
+    score = f"{report.score:g} of {report.points:g} points"
+    ok, total = report.passed_rules, report.total_rules
+    if report.graded:
+        return f"{name}: checks {ok}/{total} pass (public and hidden) -- {score}."
+    more = (
+        "More checks run at grading, so this is not your final score."
+        if report.has_hidden
+        else "Grading runs the same checks."
+    )
+    if ok == total:
+        return f"{name}: public checks {ok}/{total} pass -- {score}. {more}"
+    return f"{name}: public checks {ok}/{total} pass -- {score} so far. {more}"
+
+
+def finding_lines(finding: Finding) -> list[str]:
+    """Return the lines of one failing rule in full: input, expected, got, hint."""
+    lines = [f"FAILED  {tagged(finding)}"]
+    if finding.hidden:
+        lines.append("  (a hidden check: its input is not shown)")
+        crash = finding.got.startswith(("raised", "no answer within", "your function"))
+        lines.append(f"  got       {finding.got}" if crash else "")
+        lines = [line for line in lines if line]
+    else:
+        lines.append(f"  input     {finding.shown_input}")
+        if finding.expected:
+            lines.append(f"  expected  {finding.expected}")
+        lines.append(f"  got       {finding.got}")
+    if finding.hint:
+        lines.append(f"  hint      {finding.hint}")
+    return lines
+
+
+def report_text(report: Report) -> str:
+    """Return the feedback as plain text (stable: no times, no addresses)."""
+    lines = [headline(report)]
+    if report.problem:
+        return "\n".join(lines)
+    failed = [f for f in report.findings if not f.passed and not f.not_run]
+    if failed:
+        lines.append("")
+        lines += finding_lines(failed[0])
+    if len(failed) > 1:
+        lines.append("")
+        lines.append(ALSO_FAILING)
+        lines += [f"  - {tagged(f)}" for f in failed[1:]]
+    not_run = [f for f in report.findings if f.not_run]
+    if not_run:
+        lines.append("")
+        lines.append(f"not run ({report.stopped or 'checking stopped'}):")
+        lines += [f"  - {f.rule}" for f in not_run]
+    passed = [f for f in report.findings if f.passed]
+    if passed:
+        lines.append("")
+        lines += [f"ok  {tagged(f)} ({_count(f.checked, 'input')})" for f in passed]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Values as the feedback shows them
+
+
+def type_name(value: Any) -> str:
+    """Return "a str", "a list or tuple", ... for a value in its JSON form."""
+    if isinstance(value, dict) and "__type__" in value:
+        return f"a {value['__type__']}"
+    if isinstance(value, list):
+        return "a list or tuple"
+    return f"a {type(value).__name__}"
+
+
+def show_plain(value: Any) -> str:
+    """Return a value in its JSON form as Python would print it (bytes as bytes)."""
+    if isinstance(value, dict) and value.get("__type__") == "answer":
+        return value["__repr__"]
+    if isinstance(value, dict) and "__repr__" in value:
+        return f"{value['__repr__']} (a {value.get('__type__', 'object')})"
+    return repr(from_jsonable(value))
+
+
+# ---------------------------------------------------------------------------
+# The notebook's box
+
+
+def feedback_html(result: CheckResult) -> str:
+    """Return the feedback as a small HTML box: failures open, passed rules folded."""
+    from lessonkit.lab.views import FEEDBACK_COLOURS  # the course's one palette
+
+    report = result.report
+    lines = result.feedback.splitlines() or [""]
+    head = html.escape(lines[0])
+    if report is None or report.problem:
+        colour = FEEDBACK_COLOURS["fail"]
+        body = ""
+    elif report.not_attempted:
+        colour, body = FEEDBACK_COLOURS["todo"], ""
+    else:
+        colour = FEEDBACK_COLOURS["pass"] if report.passed else FEEDBACK_COLOURS["fail"]
+        failed = [f for f in report.findings if not f.passed and not f.not_run]
+        parts = []
+        if failed:  # the first failing rule in full, the others by name (as in the text)
+            block = "\n".join(finding_lines(failed[0]))
+            parts.append(
+                f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(block)}</pre>"
+            )
+        if len(failed) > 1:
+            items = "".join(f"<li>{html.escape(tagged(f))}</li>" for f in failed[1:])
+            parts.append(f"<div>{html.escape(ALSO_FAILING)}<ul>{items}</ul></div>")
+        not_run = [f for f in report.findings if f.not_run]
+        if not_run:
+            items = "".join(f"<li>{html.escape(f.rule)}</li>" for f in not_run)
+            parts.append(f"<div>not run ({html.escape(report.stopped)}):<ul>{items}</ul></div>")
+        passed = [f for f in report.findings if f.passed]
+        if passed:
+            items = "".join(f"<li>{html.escape(f.rule)} ({f.checked})</li>" for f in passed)
+            parts.append(
+                f"<details><summary>{len(passed)} rule(s) pass</summary><ul>{items}</ul></details>"
+            )
+        body = "".join(parts)
+    return (
+        f"<div style='border-left:6px solid {colour};padding:6px 10px;margin:4px 0'>"
+        f"<b>{head}</b>{body}</div>"
+    )

@@ -1,0 +1,212 @@
+"""What the stream-reader exercises share: chunk cases, cuts, the tuple shape, the diagnosis.
+
+Exercises 2, 4 and 6 call the learner's function with one argument, a list of
+chunks (``bytes``), and exercise 5's fetch returns such lists. Their cases are
+built here the same way (``chunks_case``: sorted by bytes, then chunks), shown
+the same way (``show_chunks``: a long list keeps its head and its tail, where
+streams end), and a reader returning ``(text, complete, ...)`` gets its hint
+from what came back (``stream_diagnosis``).
+
+Pure: no clocks, sockets or widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from lessonkit.core import sse
+from lessonkit.core.dialects import interpret
+from lessonkit.grading.codec import SHOWN_CHARS
+from lessonkit.grading.engine import Case, Exercise, Outcome, Rule
+from lessonkit.grading.feedback import show_plain, type_name
+
+__all__ = [
+    "chunks_case",
+    "chunks_cases",
+    "chunks_input",
+    "empty_chunks_case",
+    "event_ends",
+    "hints_of",
+    "reader_exercise",
+    "show_chunks",
+    "show_tuple",
+    "sizes",
+    "split_inside_characters",
+    "stream_diagnosis",
+    "tuple_shape",
+]
+
+
+# ---------------------------------------------------------------------------
+# Cases
+
+
+def chunks_case(rule: str, chunks: Iterable[bytes]) -> Case:
+    """Return the case "call the function with these chunks", sized by bytes, then chunks."""
+    chunks = list(chunks)
+    return Case(rule, (chunks,), (sum(len(c) for c in chunks), len(chunks)))
+
+
+def chunks_cases(rule: str, chunk_lists: Iterable[list[bytes]]) -> Callable[[], list[Case]]:
+    """Return ``Rule.cases``: one chunks_case per list of chunks."""
+    return lambda: [chunks_case(rule, chunks) for chunks in chunk_lists]
+
+
+def empty_chunks_case(chunks: list[bytes]) -> Case:
+    """Return a case holding at least one b'', whose control is the same cut without them."""
+    assert b"" in chunks, "an empty-chunk case must hold an empty chunk"
+    case = chunks_case("empty", chunks)
+    return Case(case.rule, case.args, case.size, control=([c for c in chunks if c],))
+
+
+def event_ends(data: bytes) -> list[int]:
+    """Return the offset just after each blank line that ends an event."""
+    ends, start = [], 0
+    while (i := data.find(b"\n\n", start)) != -1:
+        ends.append(i + 2)
+        start = i + 2
+    return ends
+
+
+def sizes(length: int) -> list[int]:
+    """Return the chunk sizes to try on a stream of ``length`` bytes: 1 to 48, then every 17th."""
+    return sorted(set(range(1, min(length, 48) + 1)) | set(range(48, length + 1, 17)) | {length})
+
+
+def split_inside_characters(data: bytes) -> Iterator[list[bytes]]:
+    """Yield two-piece cuts of ``data`` that land inside a multi-byte character."""
+    for i in range(1, len(data)):
+        if data[i] & 0xC0 == 0x80:  # a continuation byte: the cut splits a character
+            yield [data[:i], data[i:]]
+
+
+# ---------------------------------------------------------------------------
+# Showing inputs and results
+
+
+def show_chunks(chunks: Sequence[bytes]) -> str:
+    """Return ``chunks = [...]``; a long list keeps its head and its tail (where streams end)."""
+    total = sum(len(c) for c in chunks)
+    text = f"chunks = {list(chunks)!r}"
+    if len(text) > SHOWN_CHARS:
+        middle = f" ... ({len(chunks)} chunks, {total} bytes in all; the middle left out) ... "
+        keep = (SHOWN_CHARS - 40 - len(middle)) // 2
+        text = text[:keep] + middle + text[-keep:]
+    return text
+
+
+def chunks_input(case: Case) -> str:
+    """Return the input of a chunks case as the feedback shows it."""
+    return show_chunks(case.args[0])
+
+
+def show_tuple(value: Any) -> str:
+    """Return a returned tuple (a list in its JSON form) as Python would print the tuple."""
+    return show_plain(tuple(value)) if isinstance(value, list) else show_plain(value)
+
+
+def tuple_shape(name: str, parts: Sequence[tuple[str, tuple[type, ...]]]) -> Callable:
+    """Return shape(got) for a function returning a tuple of ``parts`` (name, allowed types)."""
+    names = ", ".join(p for p, _ in parts)
+
+    def shape(got: Any) -> str | None:
+        if not isinstance(got, list) or len(got) != len(parts):
+            return f"{show_plain(got)} -- {name} must return a tuple ({names})"
+        for (part, kinds), value in zip(parts, got, strict=True):
+            if not isinstance(value, kinds):
+                wanted = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+                return f"{show_tuple(got)} -- {part} should be a {wanted}, got {type_name(value)}"
+        return None
+
+    return shape
+
+
+# ---------------------------------------------------------------------------
+# Which bug: a hint picked from what came back
+
+
+def hints_of(rules: Sequence[Rule], causes: dict[str, str]) -> dict[str, str]:
+    """Return cause -> hint, taking each hint from the rule ``causes`` names for it."""
+    by_name = {rule.name: rule.hint for rule in rules}
+    return {cause: by_name[name] for cause, name in causes.items()}
+
+
+def stream_diagnosis(dialect: str, hints: dict[str, str]) -> Callable[[Case, Outcome], str | None]:
+    """Return diagnose(case, outcome) for a stream reader returning (text, complete, ...).
+
+    ``hints`` maps a cause ("decode", "done_json", "comment", "chunk_not_event", "append",
+    "while") to the hint for it. The cause is read from what came back: the exception
+    type, the text json.loads choked on, or a text that is only the last delta (replaced,
+    not appended) or only the first few deltas of a chunk holding more events (``if``
+    instead of ``while``).
+    """
+
+    def diagnose(case: Case, outcome: Outcome) -> str | None:
+        if outcome.error_type == "UnicodeDecodeError":
+            return hints.get("decode")
+        if outcome.error_type == "JSONDecodeError" and outcome.detail is not None:
+            doc = outcome.detail.strip()
+            if "\n\n" in doc:  # several events parsed as one: chunks taken for events
+                return hints.get("chunk_not_event")
+            if doc.startswith("[DONE]"):
+                return hints.get("done_json")
+            if doc.startswith(":"):
+                return hints.get("comment")
+            return None
+        got = outcome.value
+        if outcome.error is not None or not isinstance(got, list) or not got:
+            return None
+        text = got[0]
+        chunks = [c for c in case.args[0] if c]
+        deltas = _stream_deltas(chunks, dialect)
+        if not isinstance(text, str) or len(deltas) < 2 or text == "".join(deltas):
+            return None
+        if text == deltas[-1]:
+            return hints.get("append")
+        events = b"".join(chunks).count(b"\n\n")
+        prefixes = {"".join(deltas[:k]) for k in range(len(deltas))}
+        if text in prefixes and len(chunks) < events:
+            return hints.get("while")
+        return None
+
+    return diagnose
+
+
+def _stream_deltas(chunks: Sequence[bytes], dialect: str) -> list[str]:
+    """Return the text pieces of the complete events in ``chunks`` (non-empty ones)."""
+    deltas = []
+    for event in sse.decode_all(chunks):
+        step = interpret(event, dialect)
+        if step.delta:
+            deltas.append(step.delta)
+    return deltas
+
+
+# ---------------------------------------------------------------------------
+# A stream reader exercise
+
+
+def reader_exercise(
+    exercise_id: str,
+    title: str,
+    points: float,
+    rules: tuple[Rule, ...],
+    reference: Callable[[list[bytes]], Any],
+    *,
+    returns: Sequence[tuple[str, tuple[type, ...]]],
+    dialect: str,
+    hints: dict[str, str],
+) -> Exercise:
+    """Return the Exercise of a reader ``fn(chunks) -> tuple`` compared with ``reference(chunks)``."""
+    return Exercise(
+        exercise_id,
+        title,
+        points,
+        rules,
+        reference=lambda case: reference(case.args[0]),
+        shape=tuple_shape(exercise_id, returns),
+        show_input=chunks_input,
+        show_value=show_tuple,
+        diagnose=stream_diagnosis(dialect, hints),
+    )
