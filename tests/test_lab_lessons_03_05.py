@@ -238,7 +238,9 @@ def test_both_renderers_end_on_the_same_screen():
 @given(st.text(alphabet="ab *`\n", max_size=18))
 def test_stable_rendering_only_ever_extends_the_screen(text):
     shown = [render.flatten(spans) for spans in screens(text)]
-    assert all(later[: len(earlier)] == earlier for earlier, later in zip(shown, shown[1:], strict=False))
+    assert all(
+        later[: len(earlier)] == earlier for earlier, later in zip(shown, shown[1:], strict=False)
+    )
 
 
 def test_open_emphasis_is_held_back_until_it_closes():
