@@ -1,4 +1,4 @@
-"""lessonkit.dialects: what one event means in each format."""
+"""lessonkit.core.dialects: what one event means in each format."""
 
 from __future__ import annotations
 

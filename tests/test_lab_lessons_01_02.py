@@ -1,4 +1,4 @@
-"""Explorer state for notebooks 01 and 02 (lessonkit.explore), and the widgets over it.
+"""Explorer state for notebooks 01 and 02 (lessonkit.lab), and the widgets over it.
 
 The pure functions are checked against the lesson's numbers; each widget is built
 headless and one control is moved, as ipywidgets' own tests do (c.value = 10).

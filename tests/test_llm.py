@@ -1,4 +1,4 @@
-"""lessonkit.llm: the deterministic simulated model and the bytes it writes, checked
+"""lessonkit.core.llm: the deterministic simulated model and the bytes it writes, checked
 against our own stream reader and the official SDKs' pydantic models."""
 
 from __future__ import annotations

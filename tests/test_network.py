@@ -1,4 +1,4 @@
-"""lessonkit.network: cuts, drops and arrival times, with no sockets and no clock."""
+"""lessonkit.core.network: cuts, drops and arrival times, with no sockets and no clock."""
 
 from __future__ import annotations
 

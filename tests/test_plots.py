@@ -1,4 +1,4 @@
-"""Figures: fixed sizes, labelled axes with units, the right marks (lessonkit.plots)."""
+"""Figures: fixed sizes, labelled axes with units, the right marks (lessonkit.lab.plots)."""
 
 from __future__ import annotations
 

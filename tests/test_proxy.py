@@ -1,4 +1,4 @@
-"""lessonkit.proxy between a client and lessonkit.server: holding back versus passing through."""
+"""lessonkit.serve.proxy between a client and lessonkit.server: holding back versus passing through."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""lessonkit.rawhttp: raw socket reads, timed requests and a cancelled stream, against the real server."""
+"""lessonkit.serve.rawhttp: raw socket reads, timed requests and a cancelled stream, against the real server."""
 
 from __future__ import annotations
 

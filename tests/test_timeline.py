@@ -1,4 +1,4 @@
-"""lessonkit.timeline: the lesson's numbers, what the screen shows at t, and measurements."""
+"""lessonkit.core.timeline: the lesson's numbers, what the screen shows at t, and measurements."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Turning a stream of bytes into an answer: ``read_stream(chunks, dialect) -> Reply``.
 
 Two layers, both pure: ``lessonkit.sse`` turns bytes into events, and
-``lessonkit.dialects`` says what each event means. ``StreamReader`` joins them
+``lessonkit.core.dialects`` says what each event means. ``StreamReader`` joins them
 incrementally, so a UI can show each delta the moment its bytes arrive::
 
     reader = StreamReader("openai")

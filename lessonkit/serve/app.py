@@ -58,7 +58,7 @@ STREAM_HEADERS = [
     # from a stored copy: every request must reach the model.
     (b"cache-control", b"no-cache"),
     # Nginx reads this response header and then passes the bytes on as they arrive
-    # instead of collecting the response in its proxy buffer (see lessonkit.proxy).
+    # instead of collecting the response in its proxy buffer (see lessonkit.serve.proxy).
     (b"x-accel-buffering", b"no"),
 ]
 

@@ -1,6 +1,6 @@
 """Lesson 03's browser demo streams tokens into the page as they arrive, not in one burst.
 
-The demo widget (lessonkit.browser_demo) reads the local server twice from the page
+The demo widget (lessonkit.lab.browser_demo) reads the local server twice from the page
 itself: with EventSource and with fetch + a stream reader. A MutationObserver in the
 page records every change of a panel's text with its time, so the test sees each state
 the learner saw. The same demo behind a buffering proxy is the control: there the

@@ -3,7 +3,7 @@
 One scratch notebook holds one cell per test, each building its own explorer, so the
 tests share one kernel and one page but never each other's widgets. A test moves a
 slider, presses Play or a button like a learner, and compares what the page shows with
-the same pure function (lessonkit.explore, lessonkit.render) called here.
+the same pure function (lessonkit.lab, lessonkit.core.render) called here.
 """
 
 from __future__ import annotations
@@ -58,20 +58,17 @@ CELLS = {
 }
 
 
-NOT_EXPLORERS = {"prediction_picker"}  # a dropdown to record a guess: nothing to explore
-
-
 def test_every_explorer_in_lessonkit_widgets_has_an_interaction_test() -> None:
     from lessonkit.lab import widgets
 
-    public = {
+    explorers = {
         name
         for name, value in vars(widgets).items()
         if inspect.isfunction(value) and value.__module__ == widgets.__name__
-        and not name.startswith("_")
+        and value.__annotations__.get("return") in ("Explorer", widgets.Explorer)
     }  # fmt: skip
     driven = {re.match(r"lw\.(\w+)\(", source).group(1) for source in CELLS.values()}
-    assert public - NOT_EXPLORERS - driven == set(), "explorers no browser test drives"
+    assert len(explorers) == 9 and explorers - driven == set(), "explorers no browser test drives"
 
 
 @dataclass
@@ -92,7 +89,7 @@ def explorer_notebook(
     lab: LabServer, lab_page: Any, scratch_dir: Path
 ) -> Iterator[ExplorerNotebook]:
     """The explorers' notebook, run once in the module's page, every widget rendered."""
-    sources = ["from lessonkit import widgets as lw", *CELLS.values()]
+    sources = ["from lessonkit.lab import widgets as lw", *CELLS.values()]
     notebook = write_scratch_notebook(scratch_dir, "explorers.ipynb", sources)
     path = relative_to_root(notebook)
     page = lab_page.page
@@ -340,7 +337,7 @@ def test_drop_explorer_shows_the_text_and_complete_flag_for_the_new_drop_point(
 ) -> None:
     out = explorers.output("drop")
     wire = practice.practice_wire()
-    plot = out.locator(".lk-drop-plot img")
+    plot = out.locator("img.lk-drop-plot")
     expect(plot).to_have_count(1, timeout=TIMEOUT_MS)
     before = plot.get_attribute("src")
 
