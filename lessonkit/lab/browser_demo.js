@@ -4,38 +4,158 @@
 //   fetch        any method and headers (an API key); we read response.body as a
 //                stream of bytes and parse the events ourselves, like lessonkit.client.
 //
+// The page never calls the kernel's server (http://127.0.0.1:<port>) itself: on
+// JupyterHub, Binder or a remote workstation the browser runs on another machine,
+// where 127.0.0.1 is the learner's own computer. Every request goes to the Jupyter
+// server that served this page, at
+//
+//     <the page's Jupyter base URL>proxy/<port>/<path>
+//
+// and jupyter-server-proxy passes it on to http://localhost:<port>/<path> next to the
+// kernel. The base URL comes from the page (PageConfig `baseUrl`): "/user/<name>/" on
+// JupyterHub, "/" under a plain `jupyter lab`. Same origin as the page, so no CORS,
+// and the Jupyter login cookie goes along.
+//
 // Each token is appended to `.lk-text` as its own <span class="lk-token">; `.lk-status`
 // says "streaming", then "done" (or "error: ..."); `.lk-timing` shows arrival times.
+// When a panel starts and ends, the page also POSTs what it received to the kernel's
+// server (REPORT_PATH): a running cell cannot read widget messages, but that server
+// runs in a thread of the kernel, so the cell after the demo can (BrowserStreamDemo.
+// browser_report()).
+
+const REPORT_PATH = "/lessonkit-demo/report";
+
+/** Return the Jupyter server's base URL as the page knows it, ending in "/". */
+export function jupyterBaseUrl(doc = document) {
+  const withSlash = (path) => (path.endsWith("/") ? path : `${path}/`);
+  const script = doc.getElementById("jupyter-config-data"); // JupyterLab 4, Notebook 7
+  if (script) {
+    try {
+      const base = JSON.parse(script.textContent || "{}").baseUrl;
+      if (base) return withSlash(base);
+    } catch (error) {
+      // an unreadable PageConfig: fall through to the classic Notebook's place
+    }
+  }
+  const legacy = doc.body && doc.body.dataset.baseUrl; // classic Notebook 6
+  return legacy ? withSlash(legacy) : "/";
+}
+
+/** Return the absolute URL of `path` on the kernel's server `port`, through the Jupyter server. */
+export function proxiedUrl(port, path, doc = document, origin = window.location.origin) {
+  return new URL(`${jupyterBaseUrl(doc)}proxy/${port}${path}`, origin).href;
+}
+
+/**
+ * The events of an SSE body, fed as decoded text in whatever pieces the reads bring.
+ *
+ * feed(text) returns the data of every event the text completes (an event without
+ * data lines, such as a ": ping" comment, gives nothing). Lines end at CRLF, LF or CR.
+ * A CR that ends one piece ends its line at once; if the next piece starts with LF,
+ * that LF is the second half of the same CRLF and is skipped (turning each piece's
+ * "\r\n" into "\n" on its own would count such a pair as two line ends: a blank line
+ * in the middle of an event).
+ */
+export class EventBlocks {
+  constructor() {
+    this.buffer = ""; // text after the last complete event, line ends already "\n"
+    this.afterCR = false; // the last piece ended with CR
+    this.searchFrom = 0; // "\n\n" cannot start before here: each character is scanned once
+  }
+
+  feed(text) {
+    if (!text) return [];
+    let piece = text;
+    if (this.afterCR && piece.startsWith("\n")) piece = piece.slice(1);
+    this.afterCR = piece.endsWith("\r");
+    this.buffer += piece.replace(/\r\n?/g, "\n");
+    const events = [];
+    let end;
+    // while, not if: one read may complete many events
+    while ((end = this.buffer.indexOf("\n\n", this.searchFrom)) >= 0) {
+      const block = this.buffer.slice(0, end);
+      this.buffer = this.buffer.slice(end + 2);
+      this.searchFrom = 0;
+      const data = block
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).replace(/^ /, ""))
+        .join("\n");
+      if (data) events.push(data);
+    }
+    this.searchFrom = Math.max(0, this.buffer.length - 1);
+    return events;
+  }
+}
 
 function panel(el, kind, title, detail) {
   const box = document.createElement("div");
   box.className = `lk-browser-demo-panel lk-browser-demo-${kind}`;
-  box.innerHTML = `<div class="lk-title"></div><div class="lk-detail"></div>
+  box.dataset.kind = kind;
+  box.innerHTML = `<div class="lk-title"></div><div class="lk-detail"></div><div class="lk-url"></div>
     <div class="lk-text"></div><div class="lk-status">waiting</div><div class="lk-timing"></div>`;
   box.querySelector(".lk-title").textContent = title;
   box.querySelector(".lk-detail").textContent = detail;
   el.appendChild(box);
   return {
+    box,
+    url: box.querySelector(".lk-url"),
     text: box.querySelector(".lk-text"),
     status: box.querySelector(".lk-status"),
     timing: box.querySelector(".lk-timing"),
   };
 }
 
-function recorder(model, view, kind) {
+// True if the kernel's server made this demo. A notebook reopened later shows the demo
+// from its saved state, with a port that no longer belongs to it: nothing is streamed then.
+async function serverKnowsDemo(model) {
+  const port = model.get("report_port");
+  if (!port) return true; // a demo made from a URL: nothing to ask
+  const url = proxiedUrl(port, `${REPORT_PATH}?demo=${encodeURIComponent(model.get("demo_id"))}`);
+  try {
+    return (await fetch(url)).ok;
+  } catch (error) {
+    return false;
+  }
+}
+
+function reportToKernel(model, report) {
+  const port = model.get("report_port");
+  if (!port) return; // a demo made from a URL has no kernel-side report book
+  fetch(proxiedUrl(port, REPORT_PATH), {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ demo: model.get("demo_id"), ...report }),
+  }).catch((error) => console.warn("lessonkit browser demo: report not delivered", error));
+}
+
+// One run of one panel: shows each token as it arrives; syncs text and status to the
+// widget model; reports the run to the kernel when it starts and when it ends.
+function recorder(model, view, kind, run, url) {
   const start = performance.now();
   const times = [];
   let text = "";
-  const sync = (status) => {
+  let reads = 0;
+  const report = (status) => {
     view.status.textContent = status;
+    view.box.dataset.times = times.join(","); // ms after the request, for the curious and tests
+    view.box.dataset.reads = String(reads);
     model.set(`${kind}_text`, text);
     model.set(`${kind}_status`, status);
     model.save_changes();
+    reportToKernel(model, { kind, run, status, text, times_ms: times, reads, url });
   };
+  view.url.textContent = url;
+  view.box.dataset.url = url;
+  view.box.dataset.run = String(run);
   view.text.textContent = "";
   view.timing.textContent = "";
-  sync("streaming");
+  model.set(`${kind}_url`, url);
+  report("streaming");
   return {
+    read() {
+      reads += 1;
+    },
     token(delta) {
       const span = document.createElement("span");
       span.className = "lk-token";
@@ -43,37 +163,61 @@ function recorder(model, view, kind) {
       view.text.appendChild(span);
       text += delta;
       times.push(Math.round(performance.now() - start));
+      view.box.dataset.times = times.join(",");
       view.timing.textContent = `${times.length} tokens, first at ${times[0]} ms, latest at ${times[times.length - 1]} ms`;
       model.set(`${kind}_text`, text);
       model.save_changes();
     },
     finish(status) {
-      sync(status);
+      report(status);
     },
   };
 }
 
-function runEventSource(model, view) {
-  const rec = recorder(model, view, "eventsource");
-  const url = `${model.get("base_url")}/v1/stream?prompt=${encodeURIComponent(model.get("prompt"))}`;
-  const source = new EventSource(url);
+function httpError(status) {
+  if (status === 404) {
+    return "error: HTTP 404: the Jupyter server has no proxy/ route (install jupyter-server-proxy where it runs, then restart it)";
+  }
+  if (status >= 500) {
+    return `error: HTTP ${status}: the kernel's server did not answer (press Stream again, or rerun the notebook)`;
+  }
+  return `error: HTTP ${status}`;
+}
+
+function runEventSource(model, view, run) {
+  const url = proxiedUrl(model.get("port"), `/v1/stream?prompt=${encodeURIComponent(model.get("prompt"))}`);
+  const rec = recorder(model, view, "eventsource", run, url);
+  const source = new EventSource(url); // sends Accept: text/event-stream itself
   source.onmessage = (event) => rec.token(JSON.parse(event.data).delta);
   source.addEventListener("done", () => {
     source.close(); // otherwise EventSource reconnects when the server ends the response
     rec.finish("done");
   });
   source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED) rec.finish("error: connection failed");
+    if (source.readyState === EventSource.CLOSED) {
+      rec.finish("error: connection failed (the kernel's server or the proxy refused it)");
+    }
   };
   return () => source.close();
 }
 
-async function runFetch(model, view, signal) {
-  const rec = recorder(model, view, "fetch");
+async function runFetch(model, view, run, signal) {
+  const url = proxiedUrl(model.get("port"), "/v1/chat/completions");
+  const rec = recorder(model, view, "fetch", run, url);
+  const headers = {
+    "Content-Type": "application/json",
+    // A pretend key, to show that fetch can send headers. Not `Authorization`: the
+    // Jupyter server reads that header as a login token of its own.
+    "X-Api-Key": "sk-demo-not-a-real-key",
+  };
+  // jupyter-server-proxy passes a response on as it arrives only when the request's
+  // Accept is exactly this value; otherwise it holds the body until the end.
+  const accept = model.get("fetch_accept");
+  if (accept) headers.Accept = accept;
   try {
-    const response = await fetch(`${model.get("base_url")}/v1/chat/completions`, {
+    const response = await fetch(url, {
       method: "POST",
-      headers: { "Content-Type": "application/json", Authorization: "Bearer sk-demo-not-a-real-key" },
+      headers,
       body: JSON.stringify({
         model: "lessonkit-sim",
         stream: true,
@@ -81,25 +225,20 @@ async function runFetch(model, view, signal) {
       }),
       signal,
     });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    if (!response.ok) {
+      rec.finish(httpError(response.status));
+      return;
+    }
     const reader = response.body.getReader();
-    const decoder = new TextDecoder("utf-8"); // {stream: true} below keeps half characters
-    let buffer = "";
+    const decoder = new TextDecoder("utf-8");
+    const events = new EventBlocks();
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) { // while, not if: one read may hold many events
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = block
-          .split("\n")
-          .filter((line) => line.startsWith("data:"))
-          .map((line) => line.slice(5).replace(/^ /, ""))
-          .join("\n");
-        if (!data) continue; // a comment such as ": ping"
-        if (data === "[DONE]") { // checked before JSON.parse
+      rec.read();
+      // { stream: true }: a character cut between two reads waits for its other bytes
+      for (const data of events.feed(decoder.decode(value, { stream: true }))) {
+        if (data === "[DONE]") { // checked before JSON.parse: it is not JSON
           rec.finish("done");
           return;
         }
@@ -115,26 +254,53 @@ async function runFetch(model, view, signal) {
 
 function render({ model, el }) {
   el.classList.add("lk-browser-demo");
-  const views = {
-    eventsource: panel(el, "eventsource", "EventSource", "GET /v1/stream (no headers, no body)"),
-    fetch: panel(el, "fetch", "fetch + ReadableStream", "POST /v1/chat/completions, stream: true"),
-  };
+  const kinds = model.get("panels");
+  const views = {};
+  if (kinds.includes("eventsource")) {
+    views.eventsource = panel(el, "eventsource", "EventSource", "GET /v1/stream (no headers, no body)");
+  }
+  if (kinds.includes("fetch")) {
+    const accept = model.get("fetch_accept") ? `Accept: ${model.get("fetch_accept")}` : "no Accept header";
+    views.fetch = panel(el, "fetch", "fetch + ReadableStream", `POST /v1/chat/completions, stream: true, ${accept}`);
+  }
   const button = document.createElement("button");
   button.className = "lk-browser-demo-run";
   button.textContent = "Stream again";
   el.appendChild(button);
+  model.set("page_base_url", jupyterBaseUrl());
+  model.save_changes();
+
+  let run = 0;
   let stopEventSource = () => {};
   let controller = new AbortController();
-  const start = () => {
+  const start = async () => {
     stopEventSource();
     controller.abort();
     controller = new AbortController();
-    stopEventSource = runEventSource(model, views.eventsource);
-    runFetch(model, views.fetch, controller.signal);
+    run += 1;
+    const thisRun = run;
+    if (!(await serverKnowsDemo(model))) {
+      for (const view of Object.values(views)) {
+        view.status.textContent = "error: this demo's server is gone (the kernel restarted?): run the notebook's cells again";
+      }
+      return;
+    }
+    if (thisRun !== run) return; // a newer start came in meanwhile
+    if (views.eventsource) stopEventSource = runEventSource(model, views.eventsource, run);
+    if (views.fetch) runFetch(model, views.fetch, run, controller.signal);
   };
-  button.addEventListener("click", start);
-  if (model.get("base_url")) start();
+  button.addEventListener("click", () => {
+    // If the kernel's server was stopped, the kernel starts it again and says so (below).
+    model.send({ type: "ensure-server" });
+    start();
+  });
+  const onMessage = (message) => {
+    if (message && message.type === "server-restarted") start();
+  };
+  model.on("msg:custom", onMessage);
+  if (model.get("port")) start();
   return () => {
+    model.off("msg:custom", onMessage);
     stopEventSource();
     controller.abort();
   };

@@ -1,37 +1,80 @@
 """Stream tokens into the learner's own browser page: EventSource and fetch, side by side.
 
-An anywidget whose JavaScript (browser_demo.js) runs in JupyterLab and talks to
-the local lessonkit server directly (the server allows cross-origin requests from
-localhost pages). Two panels fill in token by token:
+    server = start_server(prefill_ms=300, per_token_ms=120)  # once per kernel, lives with it
+    demo = BrowserStreamDemo(server)                         # the widget: two panels
+    demo                                                     # (display it)
+    print(demo.browser_report())                             # next cell: what the page got
+
+The kernel runs the course's local streaming server on a free loopback port. The
+page never calls that address: on JupyterHub, Binder or a remote workstation the
+browser runs on another machine. The widget's JavaScript (browser_demo.js) asks the
+Jupyter server that served the page, at ``<the page's Jupyter base URL>proxy/<port>/``
+(``/proxy/<port>/`` under a plain ``jupyter lab``, ``/user/<name>/proxy/<port>/`` on a
+hub), and jupyter-server-proxy, a runtime dependency of the course, passes each
+request on to the kernel's server. Same origin as the page: no CORS, and the Jupyter
+login cookie goes along. Two panels fill in token by token:
 
     .lk-browser-demo-eventsource   EventSource on GET /v1/stream
-    .lk-browser-demo-fetch         fetch(POST /v1/chat/completions, stream: true),
-                                   response.body read with TextDecoder({stream: true})
+    .lk-browser-demo-fetch         fetch(POST /v1/chat/completions, stream: true) with
+                                   ``Accept: text/event-stream``, response.body read with
+                                   decoder.decode(bytes, {stream: true})
 
 Each panel has ``.lk-text`` (one ``span.lk-token`` per token), ``.lk-status``
-("streaming", then "done") and ``.lk-timing``. The text and status are synced back
-to Python (``eventsource_text``, ``fetch_status``, ...), so a later cell can read them.
-Headless (nbconvert, nbval) no JavaScript runs; ``describe`` gives the static story.
+("streaming", then "done") and ``.lk-timing``. A cell that runs cannot read widget
+messages (the kernel handles them between cells), so the page also POSTs what each
+panel received to the kernel's server, which runs in a thread: ``browser_report()``
+waits for that. Headless (nbconvert, nbval) no JavaScript runs; ``describe`` gives the
+static story.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
+import threading
 import time
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import anywidget
 import httpx
 import traitlets
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from lessonkit.core import llm
+from lessonkit.serve.app import create_app
+from lessonkit.serve.background import BackgroundServer
+from lessonkit.serve.checks import Settings
 
-__all__ = ["BrowserStreamDemo", "describe", "request_count", "wait_until_idle"]
+__all__ = [
+    "BrowserReport",
+    "BrowserStreamDemo",
+    "DemoServer",
+    "PanelReport",
+    "describe",
+    "request_count",
+    "start_server",
+    "wait_until_idle",
+]
+
+PANELS = ("eventsource", "fetch")
+PANEL_NAMES = {"eventsource": "EventSource", "fetch": "fetch"}
+REPORT_PATH = "/lessonkit-demo/report"  # the same path is in browser_demo.js
+MAX_REPORT_BYTES = 64 * 1024
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+# Slow enough to watch each token land; the lesson's 40 ms blurs into one motion.
+DEMO_PER_TOKEN_MS = 120
 
 _CSS = """
 .lk-browser-demo { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
 .lk-browser-demo-panel { flex: 1 1 280px; border: 1px solid #999; border-radius: 4px; padding: 8px; }
 .lk-browser-demo .lk-title { font-weight: bold; }
 .lk-browser-demo .lk-detail, .lk-browser-demo .lk-timing { font-size: 85%; color: #555; }
+.lk-browser-demo .lk-url { font-size: 75%; color: #555; word-break: break-all; }
 .lk-browser-demo .lk-text { min-height: 2.5em; margin: 6px 0; white-space: pre-wrap; }
 .lk-browser-demo .lk-token { border-bottom: 2px solid #56B4E9; }
 .lk-browser-demo .lk-status { font-family: monospace; }
@@ -39,46 +82,391 @@ _CSS = """
 """
 
 
+# --- what the page reports ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PanelReport:
+    """What one panel of the page received in one run, as the page reported it."""
+
+    kind: str  # "eventsource" or "fetch"
+    run: int  # 1 for the first run of a view, +1 for each "Stream again"
+    status: str  # "streaming", "done" or "error: ..."
+    text: str
+    token_times_ms: tuple[float, ...]  # when each token arrived, ms after the request
+    reads: int  # body reads (fetch only)
+    url: str  # the URL the page used
+
+    @property
+    def finished(self) -> bool:
+        """True once the run ended, well or not."""
+        return self.status != "streaming"
+
+    def summary(self) -> str:
+        """Return one line: status, tokens, reads and arrival times, then the text."""
+        times = self.token_times_ms
+        parts = [self.status, f"{len(times)} tokens"]
+        if self.kind == "fetch":
+            parts.append(f"in {self.reads} reads")
+        if times:
+            parts.append(f"arriving {times[0]:.0f} ms to {times[-1]:.0f} ms after the request")
+        return f"{', '.join(parts)}: {self.text!r}"
+
+
+@dataclass(frozen=True)
+class BrowserReport:
+    """What the page reported for each panel (empty when no browser showed the demo)."""
+
+    panels: dict[str, PanelReport]
+    outcome: str  # "finished", "no browser" or "still streaming"
+    waited_s: float
+
+    def __str__(self) -> str:
+        if not self.panels:
+            return (
+                f"No page reported back within {self.waited_s:.0f} s: no browser is showing the "
+                "demo (a headless run such as nbval or nbconvert), so nothing was received."
+            )
+        some = next(iter(self.panels.values()))
+        path = urlsplit(some.url).path
+        lines = [f"What your browser received (run {some.run}, through {path.split('/v1/')[0]}/):"]
+        for kind, report in self.panels.items():
+            lines.append(f"  {PANEL_NAMES[kind]:<11}: {report.summary()}")
+        if self.outcome == "still streaming":
+            lines.append(f"(still streaming after {self.waited_s:.0f} s)")
+        return "\n".join(lines)
+
+
+def _panel_report(body: Any) -> tuple[str, PanelReport]:
+    """Return (demo id, PanelReport) from a report's JSON body; ValueError naming the field."""
+    if not isinstance(body, dict):
+        raise ValueError("the report must be a JSON object")
+
+    def field(name: str, kind: type | tuple[type, ...]) -> Any:
+        value = body.get(name)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"field {name!r} is missing or has the wrong type")
+        return value
+
+    demo, kind = field("demo", str), field("kind", str)
+    if kind not in PANELS:
+        raise ValueError(f"field 'kind' must be one of {', '.join(PANELS)}, got {kind!r}")
+    times = field("times_ms", list)
+    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times):
+        raise ValueError("field 'times_ms' must be a list of numbers")
+    run, reads = field("run", int), field("reads", int)
+    if run < 1:
+        raise ValueError(f"field 'run' must be 1 or more, got {run}")
+    if reads < 0:
+        raise ValueError(f"field 'reads' must be 0 or more, got {reads}")
+    report = PanelReport(
+        kind, run, field("status", str), field("text", str), tuple(times), reads, field("url", str)
+    )
+    return demo, report
+
+
+class ReportBook:
+    """The latest report of each panel of each demo: written by the server, read by cells."""
+
+    MAX_DEMOS = 1000  # the oldest demo's reports go first
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self._reports: dict[str, dict[str, PanelReport]] = {}
+
+    def register(self, demo: str) -> None:
+        """Note a demo made for this server (the page checks before it streams)."""
+        with self.changed:
+            self._reports.setdefault(demo, {})
+            while len(self._reports) > self.MAX_DEMOS:
+                del self._reports[next(iter(self._reports))]
+
+    def knows(self, demo: str) -> bool:
+        """True if `demo` was made for this server."""
+        with self.changed:
+            return demo in self._reports
+
+    def record(self, demo: str, report: PanelReport) -> None:
+        """Keep `report` unless the panel already reported a later run; unknown demos raise."""
+        with self.changed:
+            if demo not in self._reports:
+                raise LookupError(f"no demo {demo!r} was made for this server")
+            panels = self._reports[demo]
+            known = panels.get(report.kind)
+            if known is None or report.run >= known.run:
+                panels[report.kind] = report
+            self.changed.notify_all()
+
+    def latest(self, demo: str) -> dict[str, PanelReport]:
+        """Return a copy of the latest report per panel of `demo`."""
+        with self.changed:
+            return dict(self._reports.get(demo, {}))
+
+
+# --- the kernel's server -----------------------------------------------------------------
+
+
+class DemoServer:
+    """The course's streaming server for the browser demo, plus the page's report route.
+
+    Runs in a background thread of the kernel on a loopback port. `ensure_running()`
+    starts it again (on the same port when it is free) after `stop()`.
+    """
+
+    def __init__(self, prefill_ms: float = 300, per_token_ms: float = DEMO_PER_TOKEN_MS) -> None:
+        self.settings = Settings.from_options(prefill_ms=prefill_ms, per_token_ms=per_token_ms)
+        self.reports = ReportBook()
+        self._background: BackgroundServer | None = None
+        self._port = 0
+        self._lock = threading.Lock()
+
+    @property
+    def running(self) -> bool:
+        """True while the server thread serves."""
+        background = self._background
+        return background is not None and background.thread.is_alive()
+
+    @property
+    def url(self) -> str:
+        """The server's own address, as the kernel reaches it (http://127.0.0.1:PORT)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def port(self) -> int:
+        """The loopback port; 0 before the first start."""
+        return self._port
+
+    def ensure_running(self) -> bool:
+        """Start the server unless it runs; return True if it had to be started."""
+        with self._lock:
+            if self.running:
+                return False
+            app = create_app(self.settings)
+            try:
+                background = self._serve(app, self._port)
+            except OSError:  # the old port was taken meanwhile: any free one
+                background = self._serve(app, 0)
+            self._background = background
+            self._port = int(background.sock.getsockname()[1])
+            return True
+
+    def _serve(self, app: Any, port: int) -> BackgroundServer:
+        background = BackgroundServer(
+            self._with_report_route(app), port=port, on_stop=app.state.lessonkit.hang_up_all
+        )
+        background.start()
+        return background
+
+    def _with_report_route(self, app: Any) -> Any:
+        """Return an ASGI app: POST REPORT_PATH goes to the report book, the rest to `app`."""
+
+        async def with_reports(scope: dict, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"] == REPORT_PATH:
+                response = await self._receive_report(Request(scope, receive))
+                await response(scope, receive, send)
+            else:
+                await app(scope, receive, send)
+
+        return with_reports
+
+    async def _receive_report(self, request: Request) -> JSONResponse:
+        """GET ?demo=ID: 200 if this server made that demo, else 404. POST: one PanelReport."""
+        if request.method == "GET":
+            demo = request.query_params.get("demo", "")
+            if self.reports.knows(demo):
+                return JSONResponse({"demo": demo, "known": True})
+            return JSONResponse({"error": f"no demo {demo!r} was made for this server"}, 404)
+        if request.method != "POST":
+            return JSONResponse({"error": f"use GET or POST on {REPORT_PATH}"}, 405)
+        body = await request.body()
+        if len(body) > MAX_REPORT_BYTES:
+            return JSONResponse({"error": f"a report is at most {MAX_REPORT_BYTES} bytes"}, 413)
+        try:
+            demo, report = _panel_report(json.loads(body))
+        except ValueError as error:  # json.JSONDecodeError is a ValueError too
+            return JSONResponse({"error": f"bad report: {error}"}, 400)
+        try:
+            self.reports.record(demo, report)
+        except LookupError as error:
+            return JSONResponse({"error": str(error)}, 404)
+        return JSONResponse({"recorded": report.kind})
+
+    def stop(self) -> None:
+        """Stop serving (open streams are ended); `ensure_running()` starts it again."""
+        with self._lock:
+            if self._background is not None:
+                self._background.stop()
+
+    def describe(self) -> str:
+        """Return one stable line about the server (no port: it changes every run)."""
+        return (
+            f"The demo's server runs in this kernel (prefill {self.settings.prefill_ms:g} ms, "
+            f"{self.settings.per_token_ms:g} ms per token) until the kernel stops.\n"
+            "Your page reaches it through the Jupyter server: <Jupyter base URL>proxy/<port>/"
+        )
+
+
+_KERNEL_SERVERS: dict[tuple[float, float], DemoServer] = {}
+
+
+def start_server(prefill_ms: float = 300, per_token_ms: float = DEMO_PER_TOKEN_MS) -> DemoServer:
+    """Return this kernel's running demo server with this pacing, started if needed.
+
+    The server lives as long as the kernel: Run All, later cells and "Stream again"
+    all find it. Calling again with the same pacing returns the same server.
+    """
+    settings = Settings.from_options(prefill_ms=prefill_ms, per_token_ms=per_token_ms)
+    key = (settings.prefill_ms, settings.per_token_ms)
+    server = _KERNEL_SERVERS.get(key)
+    if server is None:
+        server = _KERNEL_SERVERS[key] = DemoServer(prefill_ms, per_token_ms)
+        atexit.register(server.stop)
+    server.ensure_running()
+    return server
+
+
+# --- the widget --------------------------------------------------------------------------
+
+
+def _loopback_port(url: str) -> int:
+    """Return the port of a loopback http URL; ValueError for anything the proxy cannot reach."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or parts.hostname not in LOOPBACK_HOSTS or not port:
+        raise ValueError(
+            f"expected the address of a server in this kernel, like http://127.0.0.1:8000, got "
+            f"{url!r}: the page reaches it as proxy/<port>/, which the Jupyter server forwards "
+            "to localhost:<port> only"
+        )
+    return port
+
+
 class BrowserStreamDemo(anywidget.AnyWidget):
-    """The browser demo widget: give it the server's base URL; JavaScript does the rest."""
+    """The browser demo widget: give it start_server()'s server (or a loopback URL)."""
 
     _esm = Path(__file__).with_name("browser_demo.js")
     _css = _CSS
-    base_url = traitlets.Unicode("").tag(sync=True)
+    # What the panels read: a port on the kernel's machine, reached through the proxy.
+    base_url = traitlets.Unicode("").tag(sync=True)  # the kernel's view: http://127.0.0.1:PORT
+    port = traitlets.Int(0).tag(sync=True)
+    report_port = traitlets.Int(0).tag(sync=True)  # 0: the page sends no reports
+    demo_id = traitlets.Unicode("").tag(sync=True)
     prompt = traitlets.Unicode(llm.RUNNING_PROMPT).tag(sync=True)
+    panels = traitlets.List(traitlets.Unicode(), list(PANELS)).tag(sync=True)
+    # jupyter-server-proxy streams only for exactly this Accept; "" leaves the header out.
+    fetch_accept = traitlets.Unicode("text/event-stream").tag(sync=True)
+    # Written by the page (read them once the kernel is idle again).
+    page_base_url = traitlets.Unicode("").tag(sync=True)
+    eventsource_url = traitlets.Unicode("").tag(sync=True)
     eventsource_text = traitlets.Unicode("").tag(sync=True)
     eventsource_status = traitlets.Unicode("not started").tag(sync=True)
+    fetch_url = traitlets.Unicode("").tag(sync=True)
     fetch_text = traitlets.Unicode("").tag(sync=True)
     fetch_status = traitlets.Unicode("not started").tag(sync=True)
 
-    def __init__(self, base_url: str, **kwargs) -> None:
-        super().__init__(base_url=base_url.rstrip("/"), **kwargs)
+    def __init__(self, server: DemoServer | str, **kwargs: Any) -> None:
+        if isinstance(server, DemoServer):
+            self._server: DemoServer | None = server
+            server.ensure_running()
+            url, report_port = server.url, server.port
+        elif isinstance(server, str):
+            self._server = None  # a URL alone: nothing in this kernel can take reports
+            url, report_port = server.rstrip("/"), 0
+        else:
+            raise TypeError(
+                f"BrowserStreamDemo takes start_server()'s server or a URL, got {server!r}"
+            )
+        unknown = set(kwargs.get("panels", PANELS)) - set(PANELS)
+        if unknown:
+            raise ValueError(f"panels must be among {', '.join(PANELS)}, got {sorted(unknown)}")
+        super().__init__(
+            base_url=url,
+            port=_loopback_port(url),
+            report_port=report_port,
+            demo_id=uuid.uuid4().hex,
+            **kwargs,
+        )
+        self._created = time.monotonic()
+        if self._server is not None:
+            self._server.reports.register(self.demo_id)
         self.add_class("lk-browser-demo-widget")
+        self.on_msg(self._on_page_message)
+
+    def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """Start the server again if it was stopped (the page asks on "Stream again")."""
+        if self._server is not None and content == {"type": "ensure-server"}:
+            if self._server.ensure_running():
+                self.port = self.report_port = self._server.port
+                self.base_url = self._server.url
+                self.send({"type": "server-restarted"})
+
+    def browser_report(self, *, grace_s: float = 5.0, timeout_s: float = 30.0) -> BrowserReport:
+        """Return what the page received, once every panel's latest run has finished.
+
+        If no page has reported `grace_s` seconds after the widget was made, no
+        browser shows it (a headless run): the report is empty. A run still going
+        after `timeout_s` is reported as it stands.
+        """
+        if self._server is None:
+            raise ValueError(
+                "this demo was made from a URL, so no report can reach the kernel; "
+                "make it with BrowserStreamDemo(browser_demo.start_server())"
+            )
+        book, started = self._server.reports, time.monotonic()
+        with book.changed:
+            while True:
+                panels = book.latest(self.demo_id)
+                now = time.monotonic()
+                if panels and set(panels) >= set(self.panels):
+                    if all(p.finished for p in panels.values()):
+                        return BrowserReport(_in_order(panels), "finished", now - started)
+                elif now - self._created > grace_s:
+                    return BrowserReport({}, "no browser", now - started)
+                if now - started > timeout_s:
+                    return BrowserReport(_in_order(panels), "still streaming", now - started)
+                book.changed.wait(timeout=0.25)
 
     def __repr__(self) -> str:
         # The plain-text twin of the widget: stable across runs (no address, no port).
         return "BrowserStreamDemo(EventSource and fetch side by side; runs in a live page)"
 
 
-LOCAL_SERVER = "http://127.0.0.1:<port>"  # how describe() writes the server's URL by default
+def _in_order(panels: dict[str, PanelReport]) -> dict[str, PanelReport]:
+    return {kind: panels[kind] for kind in PANELS if kind in panels}
 
 
-def describe(base_url: str = LOCAL_SERVER, prompt: str = llm.RUNNING_PROMPT) -> str:
+# --- the static twin, and helpers ----------------------------------------------------------
+
+PROXIED = "<Jupyter base URL>proxy/<port>"  # how describe() writes the page's path by default
+
+
+def describe(base_url: str = PROXIED, prompt: str = llm.RUNNING_PROMPT) -> str:
     """Return the static description of what the browser demo does (for headless runs).
 
-    The default base_url leaves the port out, so the text is the same on every run.
+    The default base_url is the proxied path with placeholders, so the text is the
+    same on every run and every machine.
     """
     answer = llm.answer_for(prompt).text
     return "\n".join(
         [
-            "In a live JupyterLab page the widget above runs two readers in your browser:",
+            "In a live JupyterLab page the widget above runs two readers in your browser.",
+            "Neither calls the kernel's server (http://127.0.0.1:<port>/v1/stream) itself: the",
+            "page may run on another machine. Both ask the Jupyter server that served the page,",
+            "which passes each request on to the kernel's server (jupyter-server-proxy):",
             f"  EventSource : new EventSource('{base_url}/v1/stream?prompt=...')",
             "                GET only, cannot send an API key header; the browser parses SSE",
             "                and reconnects by itself (we close it on the 'done' event).",
             f"  fetch       : fetch('{base_url}/v1/chat/completions', {{method: 'POST',",
-            "                headers: {Authorization: ...}, body: ...stream: true...})",
-            "                then response.body.getReader() + TextDecoder({stream: true}),",
-            "                splitting events on blank lines and checking [DONE] first.",
+            "                headers: {Accept: 'text/event-stream', 'X-Api-Key': ...},",
+            "                body: ...stream: true...})",
+            "                then response.body.getReader() and decoder.decode(bytes, {stream: true}),",
+            "                line ends normalised across reads, events split on blank lines,",
+            "                [DONE] checked before JSON.parse.",
+            "  The Accept header matters: jupyter-server-proxy passes the body on as it arrives",
+            "  only for exactly 'text/event-stream'; otherwise it arrives in one burst at the end.",
             f"Both panels fill in token by token with {answer!r} and then show 'done'.",
         ]
     )
@@ -97,8 +485,6 @@ def wait_until_idle(
     A browser that shows the demo sends its requests within a moment; if none has
     arrived `grace_s` after `since_requests` was counted (headless runs), return at
     once. Otherwise wait (at most `timeout_s`) until /v1/stats shows no active stream.
-    The kernel cannot see widget updates while a cell runs, so the server's own
-    counters are the signal.
     """
     started = time.monotonic()
     polls = 0

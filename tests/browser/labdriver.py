@@ -390,15 +390,33 @@ def snapshot_cells(page: Any) -> list[CellView]:
     ]
 
 
+# Playwright's wait_for_function does not await a Promise: an async predicate is truthy at
+# once. So this one is synchronous: it notes on the app when `started` and `restored` have
+# settled. window.jupyterapp exists before the plugins are active, so the command that
+# open_notebook uses is checked too.
+LAB_RESTORED_JS = """
+() => {
+  const app = window.jupyterapp;
+  if (!app) return false;
+  if (!app.lkWatched) {
+    app.lkWatched = true;
+    Promise.all([app.started, app.restored]).then(() => { app.lkRestored = true; });
+  }
+  return !!app.lkRestored && app.commands.hasCommand('docmanager:open');
+}
+"""
+
+
+def wait_lab_restored(page: Any, *, timeout_s: float = 120) -> None:
+    """Return once the page's JupyterLab has started and restored its layout."""
+    page.wait_for_function(LAB_RESTORED_JS, timeout=timeout_s * 1000)
+
+
 def open_lab(page: Any, server: LabServer, *, timeout_s: float = 120) -> None:
     """Load JupyterLab in the page, in a fresh private workspace, and wait until it is restored."""
     workspace = f"t-{uuid.uuid4().hex[:10]}"
     page.goto(f"{server.base_url}/lab/workspaces/{workspace}?reset", timeout=timeout_s * 1000)
-    page.wait_for_function(
-        "async () => { const app = window.jupyterapp; if (!app) return false;"
-        " await app.restored; return true; }",
-        timeout=timeout_s * 1000,
-    )
+    wait_lab_restored(page, timeout_s=timeout_s)
 
 
 # Close every open document without asking (the scratch copies need no saving), then open one.

@@ -1,14 +1,18 @@
 """Lesson 03's browser demo streams tokens into the page as they arrive, not in one burst.
 
-The demo widget (lessonkit.lab.browser_demo) reads the local server twice from the page
-itself: with EventSource and with fetch + a stream reader. A MutationObserver in the
-page records every change of a panel's text with its time, so the test sees each state
-the learner saw. The same demo behind a buffering proxy is the control: there the
-whole answer must land at once, which shows the timing check can tell the two apart.
+The demo widget (lessonkit.lab.browser_demo) reads the kernel's server twice from the
+page itself, with EventSource and with fetch + a stream reader, always through the
+Jupyter server (``/proxy/<port>/...`` here, as in ``make lab``), never from 127.0.0.1
+directly. A MutationObserver in the page records every change of a panel's text with
+its time, so the tests see each state the learner saw, from Run All on. The same demo
+behind a buffering proxy is the control: there the whole answer must land at once,
+which shows the timing check can tell the two apart. The classroom version of these
+checks (a JupyterHub, a browser on "another machine") is tests/hub.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +23,7 @@ from labdriver import (
     LabServer,
     close_notebook,
     code_cell_indices,
+    normalized,
     open_notebook,
     relative_to_root,
     run_all_and_wait,
@@ -28,12 +33,37 @@ from labdriver import (
 )
 from playwright.sync_api import expect
 
-from lessonkit.core import llm
+from lessonkit.core import llm, sse
+from lessonkit.lab import browser_demo
 
 pytestmark = pytest.mark.browser
 
-PER_TOKEN_MS = 100  # slower than the lesson's 40 ms, so a busy test machine cannot merge tokens
+PER_TOKEN_MS = 120  # the demo's own pace: slow enough that a busy machine cannot merge tokens
 PANELS = ("eventsource", "fetch")
+ANSWER = llm.answer_for(llm.RUNNING_PROMPT)
+DEMO_JS = Path(browser_demo.__file__).with_name("browser_demo.js").read_text()
+
+# Every distinct text of every panel of every demo on the page, timed, from now on.
+RECORD_ALL_TEXT_CHANGES_JS = """
+() => {
+  const changes = [];
+  const last = new Map();
+  const record = () => {
+    document.querySelectorAll('.lk-browser-demo-panel').forEach((panel) => {
+      const demos = Array.from(document.querySelectorAll('.lk-browser-demo'));
+      const key = `${demos.indexOf(panel.closest('.lk-browser-demo'))}/${panel.dataset.kind}`;
+      const text = panel.querySelector('.lk-text').textContent;
+      if (last.get(panel) !== text) {
+        last.set(panel, text);
+        changes.push([performance.now(), key, text]);
+      }
+    });
+  };
+  new MutationObserver(record).observe(document.body,
+    { childList: true, subtree: true, characterData: true });
+  window.lkAllTextChanges = changes;
+}
+"""
 
 RECORD_TEXT_CHANGES_JS = """
 ([root, kind]) => {
@@ -45,29 +75,58 @@ RECORD_TEXT_CHANGES_JS = """
 }
 """
 
+# Runs code in the notebook's kernel from the page, as a cell would; returns its stdout.
+EXECUTE_IN_KERNEL_JS = """
+async (code) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const future = kernel.requestExecute({ code });
+  let out = '';
+  future.onIOPub = (msg) => {
+    if (msg.header.msg_type === 'stream') out += msg.content.text;
+    if (msg.header.msg_type === 'error') out += msg.content.ename + ': ' + msg.content.evalue;
+  };
+  await future.done;
+  return out;
+}
+"""
+
+# Imports browser_demo.js into the page the way anywidget does (a module from a Blob).
+IMPORT_DEMO_JS = """
+async (source) => {
+  const url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
+  window.lkDemoModule = await import(url);
+  return Object.keys(window.lkDemoModule).sort();
+}
+"""
+
 
 @dataclass
 class DemoPage:
-    """The notebook's page: a demo reading the server directly, one reading it through a proxy."""
+    """The notebook's page: the demo, its report cell, and the demo behind a buffering proxy."""
 
     page: Any
     direct: Any
+    report_cell: Any
     buffered: Any
+    port: int
+    run_all_changes: list[tuple[float, str, str]]
 
 
 @pytest.fixture(scope="module")
 def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[DemoPage]:
-    """The demo twice: straight from the server (in the kernel), and behind a buffering proxy."""
+    """Run All of a notebook like lesson 03's demo section, watched from before Run All."""
     notebook = write_scratch_notebook(
         scratch_dir,
         "browser_demo.ipynb",
         [
             "import contextlib\n"
-            "from lessonkit import serve\nfrom lessonkit.lab import browser_demo\nfrom lessonkit.serve import proxy\n"
+            "from lessonkit.lab import browser_demo\nfrom lessonkit.serve import proxy\n"
+            f"server = browser_demo.start_server(prefill_ms=300, per_token_ms={PER_TOKEN_MS})\n"
             "stack = contextlib.ExitStack()\n"
-            f"url = stack.enter_context(serve.running(prefill_ms=300, per_token_ms={PER_TOKEN_MS}))\n"
-            "buffered_url = stack.enter_context(proxy.running_proxy(url, buffer=True))",
-            "browser_demo.BrowserStreamDemo(url)",
+            "buffered_url = stack.enter_context(proxy.running_proxy(server.url, buffer=True))\n"
+            "print('port', server.port)",
+            "demo = browser_demo.BrowserStreamDemo(server)\ndemo",
+            "print(demo.browser_report())",
             "browser_demo.BrowserStreamDemo(buffered_url)",
         ],
     )
@@ -75,14 +134,22 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
     page = lab_page.page
     try:
         open_notebook(page, lab, path)
+        page.evaluate(RECORD_ALL_TEXT_CHANGES_JS)
         cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
         assert not tracebacks(cells), "\n".join(tracebacks(cells))
+        port = int(re.search(r"port (\d+)", cells[0].outputs[0].text).group(1))
         outputs = page.locator(".jp-Notebook .jp-Cell")
+        direct, buffered = outputs.nth(1), outputs.nth(3)
+        for output in (direct, buffered):
+            for kind in PANELS:
+                status = output.locator(f".lk-browser-demo-{kind} .lk-status")
+                expect(status).to_have_text("done", timeout=60_000)
+        changes = page.evaluate("() => window.lkAllTextChanges")
     except BaseException:
         save_artifacts(page, "browser-demo-setup", lab_page.console_lines)
         close_notebook(page, lab, path)
         raise
-    yield DemoPage(page, outputs.nth(1), outputs.nth(2))
+    yield DemoPage(page, direct, outputs.nth(2), buffered, port, changes)
     close_notebook(page, lab, path)
 
 
@@ -92,48 +159,87 @@ def demo(demo_page: DemoPage, page: Any) -> DemoPage:
     return demo_page
 
 
+def distinct_texts(changes: list[tuple[float, str]]) -> list[tuple[float, str]]:
+    """Return each distinct non-empty text, with the time it first showed."""
+    states = [(at_ms, text) for at_ms, text in changes if text]
+    return [s for i, s in enumerate(states) if i == 0 or s[1] != states[i - 1][1]]
+
+
+def assert_streamed_token_by_token(states: list[tuple[float, str]], what: str) -> None:
+    """Several growing texts, each extending the one before, spread in time, ending in the answer."""
+    texts = [text for _, text in states]
+    assert texts and texts[-1] == ANSWER.text, f"{what}: ended with {texts[-1:]}"
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False)), texts
+    assert len(texts) >= 3, f"{what}: the text appeared in {len(texts)} step(s): {texts}"
+    spread_ms = states[-1][0] - states[0][0]
+    assert spread_ms >= 2 * PER_TOKEN_MS, (
+        f"{what}: all {len(texts)} states came within {spread_ms:.0f} ms: one burst, not a stream"
+    )
+
+
+# True once panel `kind` finished a run later than `before` (each run sets data-run).
+NEWER_RUN_DONE_JS = """
+([root, kind, before]) => {
+  const panel = root.querySelector(`.lk-browser-demo-${kind}`);
+  return Number(panel.dataset.run) > before
+    && panel.querySelector('.lk-status').textContent === 'done';
+}
+"""
+
+
 def restart_and_record(page: Any, output: Any, kind: str) -> list[tuple[float, str]]:
     """Click "Stream again" in output; return each distinct non-empty text of panel kind, timed."""
     for other in PANELS:  # a run still going would change the text under the observer
         status = output.locator(f".lk-browser-demo-{other} .lk-status")
         expect(status).not_to_have_text("streaming", timeout=60_000)
-    page.evaluate(RECORD_TEXT_CHANGES_JS, [output.element_handle(), kind])
+    root = output.element_handle()
+    before = int(output.locator(f".lk-browser-demo-{kind}").get_attribute("data-run"))
+    page.evaluate(RECORD_TEXT_CHANGES_JS, [root, kind])
     output.locator(".lk-browser-demo-run").click()
-    expect(output.locator(f".lk-browser-demo-{kind} .lk-status")).to_have_text(
-        "done", timeout=60_000
-    )
-    states = [(at_ms, text) for at_ms, text in page.evaluate("() => window.lkTextChanges") if text]
-    return [s for i, s in enumerate(states) if i == 0 or s[1] != states[i - 1][1]]
+    page.wait_for_function(NEWER_RUN_DONE_JS, arg=[root, kind, before], timeout=60_000)
+    return distinct_texts(page.evaluate("() => window.lkTextChanges"))
 
 
 @pytest.mark.parametrize("which", ["direct", "buffered"])
 def test_both_panels_finish_with_the_whole_answer_when_the_demo_first_renders(
     demo: DemoPage, which: str
 ) -> None:
-    answer = llm.answer_for(llm.RUNNING_PROMPT).text
     for kind in PANELS:
         panel = getattr(demo, which).locator(f".lk-browser-demo-{kind}")
         expect(panel.locator(".lk-status")).to_have_text("done", timeout=60_000)
-        expect(panel.locator(".lk-text")).to_have_text(answer)
+        expect(panel.locator(".lk-text")).to_have_text(ANSWER.text)
+
+
+@pytest.mark.parametrize("kind", PANELS)
+def test_under_run_all_the_text_grows_token_by_token(demo: DemoPage, kind: str) -> None:
+    states = [(at_ms, text) for at_ms, key, text in demo.run_all_changes if key == f"0/{kind}"]
+    assert_streamed_token_by_token(distinct_texts(states), f"{kind} under Run All")
+
+
+def test_the_cell_after_the_demo_reports_what_the_browser_received(demo: DemoPage) -> None:
+    report = normalized(demo.report_cell.locator(".jp-OutputArea-output").first.text_content())
+    assert f"through /proxy/{demo.port}/" in report, report
+    for name in ("EventSource", "fetch"):
+        assert re.search(rf"{name} ?: done, {len(ANSWER.tokens)} tokens", report), report
+    assert report.count(repr(ANSWER.text)) == 2, report
+
+
+def test_the_page_reads_the_kernel_server_through_the_jupyter_server(
+    demo: DemoPage, lab: LabServer
+) -> None:
+    proxied = f"{lab.base_url}/proxy/{demo.port}"
+    eventsource = demo.direct.locator(".lk-browser-demo-eventsource")
+    fetch = demo.direct.locator(".lk-browser-demo-fetch")
+    assert eventsource.get_attribute("data-url").startswith(f"{proxied}/v1/stream?prompt=")
+    assert fetch.get_attribute("data-url") == f"{proxied}/v1/chat/completions"
 
 
 @pytest.mark.parametrize("kind", PANELS)
 def test_stream_again_shows_the_text_growing_token_by_token(demo: DemoPage, kind: str) -> None:
-    answer_tokens = llm.answer_for(llm.RUNNING_PROMPT).tokens
     states = restart_and_record(demo.page, demo.direct, kind)
-    texts = [text for _, text in states]
-
-    assert texts[-1] == "".join(answer_tokens)
-    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False)), texts
-    assert len(texts) >= 3, (
-        f"the text appeared in {len(texts)} step(s), not token by token: {texts}"
-    )
-    spread_ms = states[-1][0] - states[0][0]
-    assert spread_ms >= 2 * PER_TOKEN_MS, (
-        f"all {len(texts)} states came within {spread_ms:.0f} ms: one burst, not a stream"
-    )
+    assert_streamed_token_by_token(states, f"{kind} after Stream again")
     tokens = demo.direct.locator(f".lk-browser-demo-{kind} .lk-token")
-    assert tokens.count() == len(answer_tokens)
+    assert tokens.count() == len(ANSWER.tokens)
 
 
 @pytest.mark.parametrize("kind", PANELS)
@@ -142,6 +248,95 @@ def test_behind_a_buffering_proxy_the_whole_text_arrives_in_one_burst(
 ) -> None:
     states = restart_and_record(demo.page, demo.buffered, kind)
 
-    assert states[-1][1] == llm.answer_for(llm.RUNNING_PROMPT).text
+    assert states[-1][1] == ANSWER.text
     spread_ms = states[-1][0] - states[0][0]
     assert spread_ms < PER_TOKEN_MS, f"a buffered answer spread over {spread_ms:.0f} ms: {states}"
+
+
+def test_stream_again_starts_a_stopped_server_again(demo: DemoPage) -> None:
+    stopped = demo.page.evaluate(EXECUTE_IN_KERNEL_JS, "server.stop(); print(server.running)")
+    assert stopped.strip() == "False", stopped
+    for kind in PANELS:
+        restart_and_record(demo.page, demo.direct, kind)
+        panel = demo.direct.locator(f".lk-browser-demo-{kind}")
+        expect(panel.locator(".lk-text")).to_have_text(ANSWER.text)
+    running = demo.page.evaluate(EXECUTE_IN_KERNEL_JS, "print(server.running, server.port)")
+    assert running.split() == ["True", str(demo.port)], running
+
+
+# --- browser_demo.js's own functions, in the browser -----------------------------------------
+
+
+@pytest.fixture
+def blank_page(browser: Any) -> Iterator[Any]:
+    """A page outside JupyterLab with browser_demo.js imported as window.lkDemoModule."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_content("<html><body></body></html>")
+    exported = page.evaluate(IMPORT_DEMO_JS, DEMO_JS)
+    assert {"EventBlocks", "jupyterBaseUrl", "proxiedUrl", "default"} <= set(exported)
+    yield page
+    context.close()
+
+
+FEED_PIECES_JS = """
+(pieces) => {
+  const blocks = new window.lkDemoModule.EventBlocks();
+  return pieces.flatMap((piece) => blocks.feed(piece));
+}
+"""
+
+
+def reference_data(wire: bytes) -> list[str]:
+    """The data of each event, by the course's WHATWG decoder (the reference)."""
+    return [event.data for event in sse.SSEDecoder().feed(wire)]
+
+
+@pytest.mark.parametrize("line_end", ["\r\n", "\n", "\r"])
+def test_event_blocks_give_the_same_events_at_every_two_cut_split(
+    blank_page: Any, line_end: str
+) -> None:
+    wire = "".join(data.decode() for _, data in llm.stream_writes(ANSWER, "openai"))
+    wire = wire.replace("\n", line_end) + f": ping{line_end}{line_end}"
+    expected = reference_data(wire.encode())
+    splits = [[wire[:i], wire[i:j], wire[j:]] for i in range(len(wire) + 1) for j in (i, i + 7)]
+    results = blank_page.evaluate(
+        "(splits) => splits.map((pieces) => { const b = new window.lkDemoModule.EventBlocks();"
+        " return pieces.flatMap((p) => b.feed(p)); })",
+        splits,
+    )
+    wrong = [(split, got) for split, got in zip(splits, results, strict=True) if got != expected]
+    assert not wrong, f"{len(wrong)} splits differ, first: {wrong[0]}"
+
+
+def test_a_crlf_cut_between_its_cr_and_its_lf_ends_one_line_not_two(blank_page: Any) -> None:
+    pieces = ['data: {"a": 1}\r', '\ndata: {"b": 2}\r\n\r', "\n"]
+    got = blank_page.evaluate(FEED_PIECES_JS, pieces)
+    assert got == ['{"a": 1}\n{"b": 2}'] == reference_data("".join(pieces).encode())
+
+
+def test_a_lone_cr_at_the_end_of_a_read_still_ends_its_line(blank_page: Any) -> None:
+    pieces = ["data: one\r", "\rdata: two\r", "\r"]
+    got = blank_page.evaluate(FEED_PIECES_JS, pieces)
+    assert got == ["one", "two"] == reference_data("".join(pieces).encode())
+
+
+def test_the_base_url_comes_from_the_pages_jupyter_config(blank_page: Any) -> None:
+    blank_page.set_content(
+        '<html><body><script id="jupyter-config-data" type="application/json">'
+        '{"baseUrl": "/user/alice"}</script></body></html>'
+    )
+    got = blank_page.evaluate(
+        "() => [window.lkDemoModule.jupyterBaseUrl(),"
+        " window.lkDemoModule.proxiedUrl(4321, '/v1/stream', document, 'http://hub.test:8000')]"
+    )
+    assert got == ["/user/alice/", "http://hub.test:8000/user/alice/proxy/4321/v1/stream"]
+
+
+def test_a_page_without_jupyter_config_uses_the_root(blank_page: Any) -> None:
+    assert blank_page.evaluate("() => window.lkDemoModule.jupyterBaseUrl()") == "/"
+
+
+def test_the_lab_page_base_url_is_the_root(demo: DemoPage) -> None:
+    demo.page.evaluate(IMPORT_DEMO_JS, DEMO_JS)
+    assert demo.page.evaluate("() => window.lkDemoModule.jupyterBaseUrl()") == "/"

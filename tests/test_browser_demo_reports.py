@@ -1,0 +1,230 @@
+"""The browser demo's kernel side: its server, the page's reports, and the widget's checks.
+
+The page itself is tested in tests/browser/test_browser_demo.py (and on a JupyterHub in
+tests/hub); here the reports are POSTed the way browser_demo.js sends them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+
+import httpx
+import pytest
+
+from lessonkit.core import client, llm
+from lessonkit.lab import browser_demo
+from lessonkit.lab.browser_demo import REPORT_PATH, BrowserStreamDemo, DemoServer
+
+pytestmark = pytest.mark.server
+
+ANSWER = llm.answer_for(llm.RUNNING_PROMPT)
+
+
+@pytest.fixture
+def server():
+    demo_server = DemoServer(prefill_ms=0, per_token_ms=1)
+    demo_server.ensure_running()
+    yield demo_server
+    demo_server.stop()
+
+
+def report_body(demo: BrowserStreamDemo, kind: str, **fields) -> dict:
+    body = {
+        "demo": demo.demo_id,
+        "kind": kind,
+        "run": 1,
+        "status": "done",
+        "text": ANSWER.text,
+        "times_ms": [400, 520, 640, 760, 880, 1000],
+        "reads": 7 if kind == "fetch" else 0,
+        "url": f"http://hub.test/user/alice/proxy/{demo.port}/v1/stream",
+    }
+    body.update(fields)
+    return body
+
+
+def post_report(server: DemoServer, body: object) -> httpx.Response:
+    return httpx.post(server.url + REPORT_PATH, content=json.dumps(body), timeout=5)
+
+
+def test_the_demo_server_streams_the_answer_like_the_course_server(server):
+    with httpx.stream(
+        "POST",
+        server.url + "/v1/chat/completions",
+        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+        headers={"Accept": "text/event-stream"},
+        timeout=10,
+    ) as response:
+        reply = client.read_stream(response.iter_bytes(), "openai")
+    assert reply.complete and reply.text == llm.answer_for("hi").text
+
+
+def test_the_cell_after_the_demo_gets_what_the_page_reported(server):
+    demo = BrowserStreamDemo(server)
+    for kind in ("eventsource", "fetch"):
+        assert post_report(server, report_body(demo, kind)).json() == {"recorded": kind}
+    report = demo.browser_report(grace_s=5, timeout_s=5)
+    assert report.outcome == "finished"
+    assert [p.text for p in report.panels.values()] == [ANSWER.text, ANSWER.text]
+    text = str(report)
+    assert text.startswith(
+        f"What your browser received (run 1, through /user/alice/proxy/{demo.port}/)"
+    )
+    assert "fetch      : done, 6 tokens, in 7 reads, arriving 400 ms to 1000 ms" in text
+
+
+def test_browser_report_waits_for_a_panel_still_streaming(server):
+    demo = BrowserStreamDemo(server)
+    post_report(server, report_body(demo, "eventsource"))
+    post_report(server, report_body(demo, "fetch", status="streaming", text="Your"))
+
+    def finish_later():
+        time.sleep(0.3)
+        post_report(server, report_body(demo, "fetch"))
+
+    threading.Thread(target=finish_later).start()
+    report = demo.browser_report(grace_s=5, timeout_s=10)
+    assert report.outcome == "finished" and report.panels["fetch"].text == ANSWER.text
+
+
+def test_a_run_still_streaming_at_the_timeout_is_reported_as_it_stands(server):
+    demo = BrowserStreamDemo(server)
+    post_report(server, report_body(demo, "eventsource"))
+    post_report(server, report_body(demo, "fetch", status="streaming", text="Your"))
+    report = demo.browser_report(grace_s=5, timeout_s=0.3)
+    assert report.outcome == "still streaming"
+    assert re.search(r"\n\(still streaming after \d+ s\)$", str(report)), str(report)
+
+
+def test_without_a_browser_the_report_says_nothing_was_received(server):
+    demo = BrowserStreamDemo(server)
+    started = time.monotonic()
+    report = demo.browser_report(grace_s=0.3, timeout_s=10)
+    assert time.monotonic() - started < 3
+    assert report.outcome == "no browser" and report.panels == {}
+    assert "no browser is showing the demo" in str(report)
+
+
+def test_an_older_run_does_not_replace_a_newer_one(server):
+    demo = BrowserStreamDemo(server)
+    post_report(server, report_body(demo, "fetch", run=2, text="new"))
+    post_report(server, report_body(demo, "fetch", run=1, text="old"))
+    assert server.reports.latest(demo.demo_id)["fetch"].text == "new"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"kind": "websocket"}, "field 'kind' must be one of eventsource, fetch, got 'websocket'"),
+        ({"run": 0}, "field 'run' must be 1 or more, got 0"),
+        ({"reads": -1}, "field 'reads' must be 0 or more, got -1"),
+        ({"run": True}, "field 'run' is missing or has the wrong type"),
+        ({"times_ms": [1, "2"]}, "field 'times_ms' must be a list of numbers"),
+        ({"text": None}, "field 'text' is missing or has the wrong type"),
+    ],
+)
+def test_a_malformed_report_gets_400_naming_the_field(server, change, message):
+    demo = BrowserStreamDemo(server)
+    response = post_report(server, report_body(demo, "fetch") | change)
+    assert response.status_code == 400
+    assert response.json()["error"] == f"bad report: {message}"
+
+
+def test_a_report_that_is_not_json_gets_400(server):
+    response = httpx.post(server.url + REPORT_PATH, content=b"{not json", timeout=5)
+    assert response.status_code == 400 and response.json()["error"].startswith("bad report: ")
+
+
+def test_a_report_for_a_demo_this_server_did_not_make_gets_404(server):
+    other = DemoServer(prefill_ms=0, per_token_ms=1)
+    demo = BrowserStreamDemo(other)  # made for a server that never started
+    response = post_report(server, report_body(demo, "fetch"))
+    assert response.status_code == 404 and "was made for this server" in response.json()["error"]
+
+
+def test_an_oversized_report_gets_413(server):
+    demo = BrowserStreamDemo(server)
+    big = report_body(demo, "fetch", text="x" * (browser_demo.MAX_REPORT_BYTES + 1))
+    assert post_report(server, big).status_code == 413
+
+
+def test_the_page_can_ask_whether_the_server_made_its_demo(server):
+    demo = BrowserStreamDemo(server)
+    known = httpx.get(server.url + REPORT_PATH, params={"demo": demo.demo_id}, timeout=5)
+    unknown = httpx.get(server.url + REPORT_PATH, params={"demo": "nope"}, timeout=5)
+    assert known.status_code == 200 and unknown.status_code == 404
+    assert httpx.delete(server.url + REPORT_PATH, timeout=5).status_code == 405
+
+
+def test_start_server_returns_the_kernels_server_for_the_same_pace():
+    first = browser_demo.start_server(prefill_ms=0, per_token_ms=2)
+    try:
+        assert browser_demo.start_server(prefill_ms=0, per_token_ms=2) is first
+        assert first.running
+        other = browser_demo.start_server(prefill_ms=0, per_token_ms=3)
+        assert other is not first and other.port != first.port
+        other.stop()
+    finally:
+        first.stop()
+
+
+def test_a_stopped_server_starts_again_on_the_same_port(server):
+    port = server.port
+    server.stop()
+    assert not server.running
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(server.url + "/v1/models", timeout=2)
+    assert server.ensure_running() is True
+    assert server.port == port and server.ensure_running() is False
+    assert httpx.get(server.url + "/v1/models", timeout=5).status_code == 200
+
+
+def test_stream_again_from_the_page_restarts_a_stopped_server(server):
+    demo = BrowserStreamDemo(server)
+    sent = []
+    demo.send = sent.append  # what would go to the page
+    server.stop()
+    demo._handle_custom_msg(
+        {"type": "ensure-server"}, []
+    )  # the page's message, as ipywidgets delivers it
+    assert server.running and sent == [{"type": "server-restarted"}]
+    demo._handle_custom_msg({"type": "ensure-server"}, [])  # running: nothing to do
+    assert sent == [{"type": "server-restarted"}]
+
+
+def test_the_widget_reads_its_server_through_the_port():
+    demo = BrowserStreamDemo("http://127.0.0.1:8000/")
+    assert (demo.base_url, demo.port, demo.report_port) == ("http://127.0.0.1:8000", 8000, 0)
+    with pytest.raises(ValueError, match="made from a URL"):
+        demo.browser_report()
+
+
+@pytest.mark.parametrize(
+    "url", ["http://10.0.0.5:8000", "https://127.0.0.1:8000", "http://127.0.0.1"]
+)
+def test_a_server_the_jupyter_proxy_cannot_reach_is_refused(url):
+    with pytest.raises(ValueError, match="forwards to localhost:<port> only"):
+        BrowserStreamDemo(url)
+
+
+def test_an_unknown_panel_or_argument_is_refused():
+    with pytest.raises(ValueError, match="panels must be among eventsource, fetch"):
+        BrowserStreamDemo("http://127.0.0.1:8000", panels=["websocket"])
+    with pytest.raises(TypeError, match="start_server"):
+        BrowserStreamDemo(8000)
+
+
+def test_bad_pacing_is_refused_before_anything_starts():
+    with pytest.raises(ValueError, match="per_token_ms must be a number of milliseconds"):
+        browser_demo.start_server(per_token_ms=-1)
+
+
+def test_describe_is_the_same_text_on_every_run_and_names_the_proxied_path():
+    text = browser_demo.describe()
+    assert text == browser_demo.describe()
+    assert "new EventSource('<Jupyter base URL>proxy/<port>/v1/stream?prompt=...')" in text
+    assert "Accept: 'text/event-stream'" in text and "decoder.decode(bytes, {stream: true})" in text
+    assert "TextDecoder({stream: true})" not in text  # stream is an option of decode()
