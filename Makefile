@@ -1,12 +1,17 @@
 # The course's two commands: `make lab` opens it, `make test` checks all of it.
 # Both create .venv on the first run (uv when present, else python3 -m venv + pip).
+# `make test` also sets up what its browser and classroom tests drive: a Chromium
+# (tools/ensure_chromium.sh) and JupyterHub's proxy from npm (tools/ensure_hub_proxy.sh).
 
 PYTHON ?= python3
 PORT ?= 8888
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+# Where `pip install .` puts the course's JupyterLab settings (pyproject's data-files);
+# an editable install skips data files, so make copies it there itself.
+SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/streaming-course.json
+CHP := $(VENV)/share/chp/node_modules/.bin/configurable-http-proxy
 # pyproject.toml adds --nbval-current-env and the sanitize file to every pytest run.
 NBVAL := -p no:cacheprovider
 LINTED := lessonkit tests bench notebooks solutions exercises
@@ -14,7 +19,7 @@ LINTED := lessonkit tests bench notebooks solutions exercises
 # Plots must reach notebooks inline; an inherited MPLBACKEND=Agg hides them.
 unexport MPLBACKEND
 
-.PHONY: lab test lint unit notebooks browser assign bench clean setup
+.PHONY: lab test lint unit notebooks browser hub chromium assign bench clean setup
 
 setup: $(STAMP) $(SETTINGS)
 
@@ -32,9 +37,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # The course's own JupyterLab settings live in the venv, never in ~/.jupyter.
-$(SETTINGS): jupyter/overrides.json $(STAMP)
+$(SETTINGS): jupyter/overrides.d/streaming-course.json $(STAMP)
 	@mkdir -p $(dir $(SETTINGS))
-	@cp jupyter/overrides.json $(SETTINGS)
+	@cp jupyter/overrides.d/streaming-course.json $(SETTINGS)
 
 # Root (a container, CI) needs --allow-root; everyone else never sees it.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -49,19 +54,30 @@ lint: setup
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 
-# The browser tests run in a pytest process of their own: Playwright's sync API keeps an
-# event loop running in the main thread, which would break later tests that use asyncio.run.
+# The browser and hub tests each run in a pytest process of their own: Playwright's sync API
+# keeps an event loop running in the main thread, which would break later tests that use
+# asyncio.run.
 unit: setup
-	$(BIN)/pytest tests --ignore=tests/browser
+	$(BIN)/pytest tests --ignore=tests/browser --ignore=tests/hub
 
-browser: setup
+chromium: setup
+	@tools/ensure_chromium.sh $(BIN)
+
+$(CHP): | $(STAMP)
+	@tools/ensure_hub_proxy.sh $(VENV)/share/chp
+
+browser: setup chromium
 	$(BIN)/pytest tests/browser
+
+# A real JupyterHub on loopback, two users, a browser "on another machine" (tests/hub).
+hub: setup chromium $(CHP)
+	$(BIN)/pytest tests/hub
 
 notebooks: setup
 	$(BIN)/pytest --nbval $(NBVAL) notebooks solutions
 	$(BIN)/pytest --nbval-lax $(NBVAL) exercises
 
-test: lint unit notebooks browser
+test: lint unit notebooks browser hub
 
 # exercises/ is generated from solutions/: regenerate after editing a solution.
 assign: setup

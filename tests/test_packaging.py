@@ -1,16 +1,41 @@
-"""The course installs the same way everywhere: pyproject.toml, environment.yml and the CLI agree."""
+"""The course installs the same way everywhere: pip, make, conda, Binder and a JupyterHub image.
+
+pyproject.toml is the source: its [project] dependencies are what the notebooks and
+lessonkit import (plus jupyter-server-proxy, which the Jupyter server loads for the
+browser demo); the dev extra holds the test and lint tools. environment.yml repeats
+the runtime set under conda-forge names for repo2docker, and postBuild installs the
+course, whose wheel carries the JupyterLab settings.
+"""
 
 from __future__ import annotations
 
+import ast
+import fnmatch
+import json
 import re
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
+import nbformat
+import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+SETTINGS_FILE = "streaming-course.json"
+
+# PyPI name -> conda-forge name, where they differ. On conda-forge `playwright` is the
+# Node.js package; the Python bindings are `playwright-python`.
+CONDA_FORGE_NAMES = {"playwright": "playwright-python"}
+NOT_THE_PYTHON_PACKAGE_ON_CONDA_FORGE = {"playwright"}
+# repo2docker's own pattern for the Python version in environment.yml (anything else,
+# such as a range, silently gives its default Python).
+REPO2DOCKER_PYTHON = re.compile(r"python\s*=+\s*([\d\.]*)")
 
 
 def _split_requirement(text: str) -> tuple[str, str]:
@@ -21,35 +46,209 @@ def _split_requirement(text: str) -> tuple[str, str]:
     return name.lower().replace("_", "-"), spec.replace(" ", "")
 
 
-def _pyproject_requirements() -> dict[str, str]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    listed = project["dependencies"] + project["optional-dependencies"]["dev"]
-    return dict(_split_requirement(r) for r in listed)
+def _runtime() -> dict[str, str]:
+    return dict(_split_requirement(r) for r in PYPROJECT["project"]["dependencies"])
 
 
-def _environment_requirements() -> dict[str, str]:
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    conda = [d for d in env["dependencies"] if isinstance(d, str)]
-    found = dict(_split_requirement(d) for d in conda)
-    found.pop("python", None)
+def _dev() -> dict[str, str]:
+    return dict(_split_requirement(r) for r in PYPROJECT["project"]["optional-dependencies"]["dev"])
+
+
+def _environment() -> dict:
+    return yaml.safe_load((ROOT / "environment.yml").read_text())
+
+
+def _conda_requirements() -> dict[str, str]:
+    found = dict(
+        _split_requirement(d) for d in _environment()["dependencies"] if isinstance(d, str)
+    )
     found.pop("pip", None)
+    found.pop("python", None)  # the interpreter: checked on its own below
     return found
 
 
-def test_environment_yml_lists_the_same_packages_and_ranges_as_pyproject():
-    assert _environment_requirements() == _pyproject_requirements()
+def conda_forge_name(pypi_name: str) -> str:
+    """Return the conda-forge package that holds the PyPI distribution `pypi_name`."""
+    return CONDA_FORGE_NAMES.get(pypi_name, pypi_name)
 
 
-def test_environment_yml_installs_the_course_package_itself():
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    pip_sections = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
-    assert pip_sections == [["-e ."]]
-    assert "conda-forge" in env["channels"]
+# --- environment.yml -------------------------------------------------------------------------
+
+
+def test_environment_yml_lists_the_runtime_dependencies_under_conda_forge_names():
+    expected = {conda_forge_name(name): spec for name, spec in _runtime().items()}
+    assert _conda_requirements() == expected
+    assert _environment()["channels"] == ["conda-forge"]
+
+
+def test_environment_yml_names_no_conda_forge_package_that_is_not_the_python_one():
+    for name in _conda_requirements():
+        assert name not in NOT_THE_PYTHON_PACKAGE_ON_CONDA_FORGE, (
+            f"{name!r} on conda-forge is not the Python package; use {CONDA_FORGE_NAMES[name]!r}"
+        )
+
+
+def test_a_test_tool_would_be_listed_under_its_conda_forge_name():
+    assert conda_forge_name("playwright") == "playwright-python"
+    assert "playwright" in _dev()  # the mapping above is exercised by a real dependency
+
+
+def test_repo2docker_reads_a_python_version_the_course_supports():
+    lines = [d for d in _environment()["dependencies"] if isinstance(d, str)]
+    pins = [d for d in lines if re.match(r"python\b", d)]
+    assert len(pins) == 1, pins
+    match = REPO2DOCKER_PYTHON.match(pins[0])
+    assert match and re.fullmatch(r"3\.\d+", match.group(1)), (
+        f"repo2docker reads only python=X.Y, got {pins[0]!r}"
+    )
+    assert match.group(1) in SpecifierSet(PYPROJECT["project"]["requires-python"])
+
+
+def test_environment_yml_installs_nothing_from_the_repository_itself():
+    # A `pip: [-e .]` entry makes repo2docker copy the whole repository before it can
+    # build the environment, so every commit rebuilds it; postBuild installs the course.
+    assert not [d for d in _environment()["dependencies"] if isinstance(d, dict)]
+
+
+def test_postbuild_installs_the_course_without_its_dependencies():
+    post_build = ROOT / "postBuild"
+    assert post_build.stat().st_mode & 0o111, "postBuild must be executable"
+    text = post_build.read_text()
+    assert text.startswith("#!/bin/bash\n") and "set -euo pipefail" in text
+    assert "python -m pip install --no-deps --no-cache-dir .\n" in text
+
+
+def test_no_binder_folder_hides_the_root_files_from_repo2docker():
+    # repo2docker reads only binder/ (or .binder/) when one exists.
+    assert not (ROOT / "binder").exists() and not (ROOT / ".binder").exists()
+
+
+# --- pyproject.toml --------------------------------------------------------------------------
 
 
 def test_every_dependency_has_an_upper_bound():
-    for name, spec in _pyproject_requirements().items():
+    for name, spec in {**_runtime(), **_dev()}.items():
         assert "<" in spec, f"{name} needs a range with an upper bound, got {spec!r}"
+
+
+def test_the_dev_extra_repeats_no_runtime_dependency():
+    assert not set(_runtime()) & set(_dev())
+
+
+def _code_of_notebooks(*folders: str) -> dict[str, str]:
+    sources = {}
+    for folder in folders:
+        for path in sorted((ROOT / folder).glob("*.ipynb")):
+            cells = nbformat.read(path, as_version=4).cells
+            code = [c.source for c in cells if c.cell_type == "code"]
+            lines = [
+                line
+                for line in "\n".join(code).splitlines()
+                if not line.lstrip().startswith(("%", "!"))
+            ]
+            sources[f"{folder}/{path.name}"] = "\n".join(lines)
+    return sources
+
+
+def _top_level_imports(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _installed_closure(roots: set[str]) -> set[str]:
+    """Return the distributions `roots` install, following their requirements (no extras)."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for text in metadata.requires(name) or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name.lower().replace("_", "-"))
+    return seen
+
+
+def test_runtime_dependencies_cover_every_import_of_the_notebooks_and_lessonkit():
+    sources = _code_of_notebooks("notebooks", "solutions", "exercises")
+    for path in sorted((ROOT / "lessonkit").rglob("*.py")):
+        sources[str(path.relative_to(ROOT))] = path.read_text()
+    installed = _installed_closure(set(_runtime()))
+    distributions = metadata.packages_distributions()
+    missing = []
+    for where, source in sources.items():
+        for module in sorted(_top_level_imports(source)):
+            if module in sys.stdlib_module_names or module == "lessonkit":
+                continue
+            owners = {d.lower().replace("_", "-") for d in distributions.get(module, [])}
+            if not owners & installed:
+                missing.append(f"{where} imports {module} ({', '.join(owners) or 'not installed'})")
+    assert not missing, "not installed by `pip install .`:\n" + "\n".join(missing)
+
+
+def test_the_lesson_05_sdk_is_a_runtime_dependency():
+    assert "openai" in _runtime() and "openai" not in _dev()
+
+
+def test_the_package_ships_every_file_lessonkit_loads():
+    patterns = PYPROJECT["tool"]["setuptools"]["package-data"]["lessonkit"]
+    package = ROOT / "lessonkit"
+    data_files = [
+        p.relative_to(package).as_posix()
+        for p in package.rglob("*")
+        if p.is_file() and p.suffix in (".js", ".css", ".json")
+    ]
+    assert "lab/browser_demo.js" in data_files
+    for name in data_files:
+        assert any(fnmatch.fnmatch(name, pattern) for pattern in patterns), (
+            f"lessonkit/{name} is missing from a `pip install .` (package-data: {patterns})"
+        )
+
+
+# --- JupyterLab settings and the server extension, in this environment ----------------------
+
+
+def test_the_wheel_carries_the_course_settings_to_jupyterlabs_overrides_d():
+    data_files = PYPROJECT["tool"]["setuptools"]["data-files"]
+    assert data_files == {
+        "share/jupyter/lab/settings/overrides.d": [f"jupyter/overrides.d/{SETTINGS_FILE}"]
+    }
+
+
+def test_jupyterlab_reads_the_course_settings_in_this_environment():
+    from jupyterlab.commands import get_app_dir
+    from jupyterlab_server.settings_utils import _get_overrides
+
+    settings_dir = Path(get_app_dir()) / "settings"
+    shipped = json.loads((ROOT / "jupyter" / "overrides.d" / SETTINGS_FILE).read_text())
+    assert json.loads((settings_dir / "overrides.d" / SETTINGS_FILE).read_text()) == shipped
+    overrides, error = _get_overrides(str(settings_dir))
+    assert not error
+    notification = overrides["@jupyterlab/apputils-extension:notification"]
+    assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False
+
+
+def test_jupyter_server_proxy_is_enabled_for_this_environments_jupyter_server():
+    # `jupyter server extension list` reads the same switches the server does at start.
+    listing = subprocess.run(
+        [Path(sys.executable).with_name("jupyter"), "server", "extension", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    text = re.sub(r"\x1b\[[0-9;]*m", "", listing.stdout + listing.stderr)
+    assert re.search(r"jupyter_server_proxy enabled", text), text
+
+
+# --- the command line and CI -------------------------------------------------------------------
 
 
 def test_lessonkit_and_python_dash_m_lessonkit_run_the_same_command_line():
@@ -59,10 +258,7 @@ def test_lessonkit_and_python_dash_m_lessonkit_run_the_same_command_line():
         [sys.executable, "-m", "lessonkit", "--version"], capture_output=True, text=True, check=True
     )
     assert by_script.stdout == by_module.stdout
-    assert (
-        by_script.stdout.strip()
-        == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    )
+    assert by_script.stdout.strip() == PYPROJECT["project"]["version"]
 
 
 def test_ci_script_runs_the_readme_test_command():
@@ -70,3 +266,10 @@ def test_ci_script_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert "make test" in ci
     assert "make test" in readme and "make lab" in readme
+
+
+@pytest.mark.parametrize("target", ["browser", "hub"])
+def test_make_test_runs_each_playwright_suite_in_its_own_pytest_process(target):
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(rf"^test:.*\b{target}\b", makefile, re.MULTILINE)
+    assert re.search(rf"^{target}:.*\n\t\$\(BIN\)/pytest tests/{target}\b", makefile, re.MULTILINE)
