@@ -585,3 +585,71 @@ def html_text(markup: str) -> str:
 def normalized(text: str) -> str:
     """Return text with each run of whitespace collapsed to one space, ends stripped."""
     return " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 03's browser demo in the page (tests/browser/test_browser_demo.py and tests/hub)
+
+# Records every change of the text of every demo panel on the page, timed, from now on, as
+# [ms, "<demo index>/<panel kind>", text] in window.lkAllTextChanges (the texts shown now
+# are not changes).
+DEMO_TEXT_CHANGES_JS = """
+() => {
+  const changes = [];
+  const last = new Map();
+  document.querySelectorAll('.lk-browser-demo-panel').forEach(
+    (panel) => last.set(panel, panel.querySelector('.lk-text').textContent));
+  const record = () => {
+    const demos = Array.from(document.querySelectorAll('.lk-browser-demo'));
+    document.querySelectorAll('.lk-browser-demo-panel').forEach((panel) => {
+      const key = `${demos.indexOf(panel.closest('.lk-browser-demo'))}/${panel.dataset.kind}`;
+      const text = panel.querySelector('.lk-text').textContent;
+      if (last.get(panel) !== text) {
+        last.set(panel, text);
+        changes.push([performance.now(), key, text]);
+      }
+    });
+  };
+  new MutationObserver(record).observe(document.body,
+    { childList: true, subtree: true, characterData: true });
+  window.lkAllTextChanges = changes;
+}
+"""
+
+# True once panel `kind` of the demo under `root` finished a run later than `before`
+# (each run sets the panel's data-run).
+DEMO_NEWER_RUN_DONE_JS = """
+([root, kind, before]) => {
+  const panel = root.querySelector(`.lk-browser-demo-${kind}`);
+  return Number(panel.dataset.run) > before
+    && panel.querySelector('.lk-status').textContent === 'done';
+}
+"""
+
+
+def distinct_texts(changes: list[tuple[float, str]]) -> list[tuple[float, str]]:
+    """Return each distinct non-empty text, with the time it first showed."""
+    states = [(at_ms, text) for at_ms, text in changes if text]
+    return [s for i, s in enumerate(states) if i == 0 or s[1] != states[i - 1][1]]
+
+
+def demo_panel_states(
+    changes: list[tuple[float, str, str]], demo_index: int, kind: str
+) -> list[tuple[float, str]]:
+    """Return the distinct texts one demo panel showed, from DEMO_TEXT_CHANGES_JS's record."""
+    key = f"{demo_index}/{kind}"
+    return distinct_texts([(at_ms, text) for at_ms, k, text in changes if k == key])
+
+
+def assert_streamed_token_by_token(
+    states: list[tuple[float, str]], answer: str, per_token_ms: float, what: str
+) -> None:
+    """Several growing texts, each extending the one before, spread in time, ending in answer."""
+    texts = [text for _, text in states]
+    assert texts and texts[-1] == answer, f"{what}: ended with {texts[-1:]}, not {answer!r}"
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False)), texts
+    assert len(texts) >= 3, f"{what}: the text appeared in {len(texts)} step(s): {texts}"
+    spread_ms = states[-1][0] - states[0][0]
+    assert spread_ms >= 2 * per_token_ms, (
+        f"{what}: all {len(texts)} states came within {spread_ms:.0f} ms: one burst, not a stream"
+    )

@@ -20,9 +20,14 @@ from typing import Any
 
 import pytest
 from labdriver import (
+    DEMO_NEWER_RUN_DONE_JS,
+    DEMO_TEXT_CHANGES_JS,
     LabServer,
+    assert_streamed_token_by_token,
     close_notebook,
     code_cell_indices,
+    demo_panel_states,
+    distinct_texts,
     normalized,
     open_notebook,
     relative_to_root,
@@ -42,28 +47,6 @@ PER_TOKEN_MS = 120  # the demo's own pace: slow enough that a busy machine canno
 PANELS = ("eventsource", "fetch")
 ANSWER = llm.answer_for(llm.RUNNING_PROMPT)
 DEMO_JS = Path(browser_demo.__file__).with_name("browser_demo.js").read_text()
-
-# Every distinct text of every panel of every demo on the page, timed, from now on.
-RECORD_ALL_TEXT_CHANGES_JS = """
-() => {
-  const changes = [];
-  const last = new Map();
-  const record = () => {
-    document.querySelectorAll('.lk-browser-demo-panel').forEach((panel) => {
-      const demos = Array.from(document.querySelectorAll('.lk-browser-demo'));
-      const key = `${demos.indexOf(panel.closest('.lk-browser-demo'))}/${panel.dataset.kind}`;
-      const text = panel.querySelector('.lk-text').textContent;
-      if (last.get(panel) !== text) {
-        last.set(panel, text);
-        changes.push([performance.now(), key, text]);
-      }
-    });
-  };
-  new MutationObserver(record).observe(document.body,
-    { childList: true, subtree: true, characterData: true });
-  window.lkAllTextChanges = changes;
-}
-"""
 
 RECORD_TEXT_CHANGES_JS = """
 ([root, kind]) => {
@@ -134,7 +117,7 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
     page = lab_page.page
     try:
         open_notebook(page, lab, path)
-        page.evaluate(RECORD_ALL_TEXT_CHANGES_JS)
+        page.evaluate(DEMO_TEXT_CHANGES_JS)
         cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
         assert not tracebacks(cells), "\n".join(tracebacks(cells))
         port = int(re.search(r"port (\d+)", cells[0].outputs[0].text).group(1))
@@ -159,34 +142,6 @@ def demo(demo_page: DemoPage, page: Any) -> DemoPage:
     return demo_page
 
 
-def distinct_texts(changes: list[tuple[float, str]]) -> list[tuple[float, str]]:
-    """Return each distinct non-empty text, with the time it first showed."""
-    states = [(at_ms, text) for at_ms, text in changes if text]
-    return [s for i, s in enumerate(states) if i == 0 or s[1] != states[i - 1][1]]
-
-
-def assert_streamed_token_by_token(states: list[tuple[float, str]], what: str) -> None:
-    """Several growing texts, each extending the one before, spread in time, ending in the answer."""
-    texts = [text for _, text in states]
-    assert texts and texts[-1] == ANSWER.text, f"{what}: ended with {texts[-1:]}"
-    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False)), texts
-    assert len(texts) >= 3, f"{what}: the text appeared in {len(texts)} step(s): {texts}"
-    spread_ms = states[-1][0] - states[0][0]
-    assert spread_ms >= 2 * PER_TOKEN_MS, (
-        f"{what}: all {len(texts)} states came within {spread_ms:.0f} ms: one burst, not a stream"
-    )
-
-
-# True once panel `kind` finished a run later than `before` (each run sets data-run).
-NEWER_RUN_DONE_JS = """
-([root, kind, before]) => {
-  const panel = root.querySelector(`.lk-browser-demo-${kind}`);
-  return Number(panel.dataset.run) > before
-    && panel.querySelector('.lk-status').textContent === 'done';
-}
-"""
-
-
 def restart_and_record(page: Any, output: Any, kind: str) -> list[tuple[float, str]]:
     """Click "Stream again" in output; return each distinct non-empty text of panel kind, timed."""
     for other in PANELS:  # a run still going would change the text under the observer
@@ -196,7 +151,7 @@ def restart_and_record(page: Any, output: Any, kind: str) -> list[tuple[float, s
     before = int(output.locator(f".lk-browser-demo-{kind}").get_attribute("data-run"))
     page.evaluate(RECORD_TEXT_CHANGES_JS, [root, kind])
     output.locator(".lk-browser-demo-run").click()
-    page.wait_for_function(NEWER_RUN_DONE_JS, arg=[root, kind, before], timeout=60_000)
+    page.wait_for_function(DEMO_NEWER_RUN_DONE_JS, arg=[root, kind, before], timeout=60_000)
     return distinct_texts(page.evaluate("() => window.lkTextChanges"))
 
 
@@ -212,8 +167,8 @@ def test_both_panels_finish_with_the_whole_answer_when_the_demo_first_renders(
 
 @pytest.mark.parametrize("kind", PANELS)
 def test_under_run_all_the_text_grows_token_by_token(demo: DemoPage, kind: str) -> None:
-    states = [(at_ms, text) for at_ms, key, text in demo.run_all_changes if key == f"0/{kind}"]
-    assert_streamed_token_by_token(distinct_texts(states), f"{kind} under Run All")
+    states = demo_panel_states(demo.run_all_changes, 0, kind)
+    assert_streamed_token_by_token(states, ANSWER.text, PER_TOKEN_MS, f"{kind} under Run All")
 
 
 def test_the_cell_after_the_demo_reports_what_the_browser_received(demo: DemoPage) -> None:
@@ -237,7 +192,7 @@ def test_the_page_reads_the_kernel_server_through_the_jupyter_server(
 @pytest.mark.parametrize("kind", PANELS)
 def test_stream_again_shows_the_text_growing_token_by_token(demo: DemoPage, kind: str) -> None:
     states = restart_and_record(demo.page, demo.direct, kind)
-    assert_streamed_token_by_token(states, f"{kind} after Stream again")
+    assert_streamed_token_by_token(states, ANSWER.text, PER_TOKEN_MS, f"{kind} after Stream again")
     tokens = demo.direct.locator(f".lk-browser-demo-{kind} .lk-token")
     assert tokens.count() == len(ANSWER.tokens)
 

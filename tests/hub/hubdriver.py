@@ -1,0 +1,539 @@
+"""A real JupyterHub on loopback, and a browser that behaves as if it were on another machine.
+
+The pieces conftest.py wires into fixtures:
+
+* ``Hub.start(spec, workdir)`` runs ``jupyterhub`` with a generated config: DummyAuthenticator
+  with a shared password, SimpleLocalProcessSpawner (one home per user under the run's
+  folder, ``--allow-root``, default URL ``/lab``), configurable-http-proxy from npm, free
+  loopback ports for the proxy, the hub and the proxy's API, and an API token for the
+  test. The users' servers and kernels run in the course's own environment (the Python
+  running the tests), as in a hub image with the course installed.
+* ``ProcessTracker`` remembers, by pid and start time, every process of the hub's tree
+  (proxy, single-user servers, kernels) so ``Hub.stop()`` can stop each one by its pid
+  even if the hub died first. Each process of a run also carries ``RUN_MARKER`` in its
+  environment, the second check that nothing is left.
+* ``JupyterServer``: one user's server's REST API through the hub, with the test's token;
+  it has the methods tests/browser/labdriver.py calls on a server (wait_kernel_idle,
+  close_sessions), so labdriver's notebook helpers work on it unchanged.
+* ``RemotePage.open(browser)``: a Playwright context (own cookies, so own user) whose page
+  cannot reach 127.0.0.1, localhost or [::1]: those requests and WebSockets are aborted
+  and recorded, as for a browser on another machine. Chromium is started with
+  ``--host-resolver-rules`` so the page reaches the hub as http://hub.test:PORT/.
+
+Every wait polls a condition with a deadline (labdriver.wait_for).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+from labdriver import CHROMIUM_ARGS, REPO_ROOT, ConditionTimeout, normalized, wait_for
+
+PUBLIC_HOST = "hub.test"  # the name the browser uses for the hub; mapped to 127.0.0.1
+COURSE_FOLDER = "streaming-course"  # where nbgitpuller would put the course in each home
+ARTIFACTS = REPO_ROOT / "test-artifacts" / "hub"  # timings, logs, screenshots
+RUN_MARKER = "LESSONKIT_HUB_TEST_RUN"  # carried by every process of a run
+# Installed by `make hub` (tools/ensure_hub_proxy.sh) next to the course's environment.
+CHP = Path(sys.prefix) / "share" / "chp" / "node_modules" / ".bin" / "configurable-http-proxy"
+MISSING_CHP_HELP = (
+    f"JupyterHub's proxy is not installed at {CHP}.\n"
+    "  `make hub` (or `make test`) installs it: tools/ensure_hub_proxy.sh .venv/share/chp\n"
+    "  (it needs Node.js and npm: sudo apt-get install nodejs npm)."
+)
+
+# Any URL whose host is this machine's loopback, as a page could write it.
+LOOPBACK_URL = re.compile(
+    r"^[a-z][a-z0-9+.-]*://(?:[^/@]*@)?"
+    r"(?:localhost|localhost\.localdomain|127(?:\.\d{1,3}){3}|0\.0\.0\.0|\[::1?\]|\[::ffff:[^\]]*\])"
+    r"(?::\d+)?(?:[/?#]|$)",
+    re.IGNORECASE,
+)
+
+
+def free_loopback_ports(n: int) -> list[int]:
+    """Return n distinct TCP ports on 127.0.0.1 that were free a moment ago."""
+    sockets = []
+    try:
+        for _ in range(n):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def chromium_args(*host_aliases: str) -> list[str]:
+    """Chromium flags: headless and quiet, each host alias resolving to 127.0.0.1."""
+    rules = ", ".join(f"MAP {host} 127.0.0.1" for host in host_aliases)
+    return [*CHROMIUM_ARGS, f"--host-resolver-rules={rules}"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+@dataclass
+class ProcessTracker:
+    """Every process of a run, remembered by pid (with its start time: a reused pid is not hit)."""
+
+    seen: dict[int, psutil.Process] = field(default_factory=dict)
+    labels: dict[int, str] = field(default_factory=dict)
+
+    def adopt_tree(self, root_pid: int) -> None:
+        """Remember root_pid and all its descendants as they are now."""
+        try:
+            root = psutil.Process(root_pid)
+            processes = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return
+        for process in processes:
+            if process.pid not in self.seen:
+                self.seen[process.pid] = process
+                self.labels[process.pid] = _describe(process)
+
+    def alive(self) -> list[psutil.Process]:
+        """Return the remembered processes that still run (zombies count as gone)."""
+        living = []
+        for process in self.seen.values():
+            try:
+                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                    living.append(process)
+            except psutil.NoSuchProcess:
+                pass
+        return living
+
+    def stop_all(self, *, grace_s: float = 5.0) -> list[str]:
+        """SIGTERM each remembered live process by pid, SIGKILL after grace_s; return whom."""
+        targets = self.alive()
+        for process in targets:
+            try:
+                process.terminate()
+            except psutil.NoSuchProcess:
+                pass
+        _, still = psutil.wait_procs(targets, timeout=grace_s)
+        for process in still:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(still, timeout=grace_s)
+        return [f"{p.pid} {self.labels.get(p.pid, '?')}" for p in targets]
+
+    def summary(self) -> list[str]:
+        """Return one line per remembered process: pid and what it was."""
+        return [f"{pid} {label}" for pid, label in self.labels.items()]
+
+
+def _describe(process: psutil.Process) -> str:
+    try:
+        text = " ".join(process.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return "?"
+    for needle, name in (
+        ("configurable-http-proxy", "proxy"),
+        ("jupyterhub.singleuser", "single-user server"),
+        ("ipykernel_launcher", "kernel"),
+        ("jupyterhub", "hub"),
+    ):
+        if needle in text:
+            return f"{name}: {text[:160]}"
+    return text[:160]
+
+
+def leftover_processes(run_id: str) -> list[str]:
+    """Return 'pid cmdline' of every live process whose environment carries this run's marker."""
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline", "status"]):
+        if process.pid == os.getpid() or process.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if process.environ().get(RUN_MARKER) == run_id:
+                found.append(f"{process.pid} {' '.join(process.info['cmdline'] or [])[:160]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            pass
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# The hub
+
+
+@dataclass
+class HubSpec:
+    """What to run: users, their password, the Python of the users' servers and kernels."""
+
+    users: tuple[str, ...] = ("alice", "bob")
+    password: str = field(default_factory=lambda: "pw-" + secrets.token_hex(6))
+    python: Path = Path(sys.executable)  # the course's environment: hub, servers, kernels
+    default_url: str = "/lab"
+    start_timeout_s: float = 60
+
+
+HUB_CONFIG = """\
+# Generated by tests/hub/hubdriver.py for one test run. Everything on loopback.
+c = get_config()  # noqa: F821
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = {public_port}
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = {hub_port}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_api_port}"
+c.ConfigurableHTTPProxy.command = [{chp!r}]
+c.ConfigurableHTTPProxy.auth_token = {proxy_token!r}
+c.ConfigurableHTTPProxy.pid_file = {proxy_pid_file!r}
+c.JupyterHub.pid_file = {hub_pid_file!r}
+c.JupyterHub.db_url = {db_url!r}
+c.JupyterHub.cookie_secret_file = {cookie_secret_file!r}
+c.JupyterHub.cleanup_servers = True
+c.JupyterHub.cleanup_proxy = True
+
+c.JupyterHub.authenticator_class = "dummy"
+c.DummyAuthenticator.password = {password!r}
+c.Authenticator.allowed_users = set({users!r})
+
+c.JupyterHub.spawner_class = "simple"  # SimpleLocalProcessSpawner: no system users needed
+c.SimpleLocalProcessSpawner.home_dir_template = {home_template!r}
+c.Spawner.cmd = {singleuser_cmd!r}
+c.Spawner.args = ["--allow-root", "--LabApp.expose_app_in_browser=True"]
+c.Spawner.default_url = {default_url!r}
+c.Spawner.environment = {spawner_env!r}
+c.Spawner.start_timeout = {start_timeout}
+c.Spawner.http_timeout = {start_timeout}
+c.LocalProcessSpawner.interrupt_timeout = 10
+c.LocalProcessSpawner.term_timeout = 5
+
+# A token for the test: REST calls to the hub and to the users' servers.
+c.JupyterHub.services = [{{"name": "course-test", "api_token": {api_token!r}}}]
+c.JupyterHub.load_roles = [{{
+    "name": "course-test",
+    "scopes": ["list:users", "read:users", "read:servers", "admin:servers", "access:servers"],
+    "services": ["course-test"],
+}}]
+"""
+
+
+@dataclass
+class Hub:
+    """A running JupyterHub: its process, ports, folders, token and tracked process tree."""
+
+    spec: HubSpec
+    workdir: Path
+    process: subprocess.Popen[bytes]
+    public_port: int
+    api_token: str
+    run_id: str
+    tracker: ProcessTracker
+    log_path: Path
+    forced: list[str] = field(default_factory=list)  # what stop() had to signal itself
+
+    @classmethod
+    def start(cls, spec: HubSpec, workdir: Path) -> Hub:
+        """Start the hub (and through it the proxy) on free loopback ports; return once it answers."""
+        if not CHP.exists():
+            raise FileNotFoundError(MISSING_CHP_HELP)
+        run_id = uuid.uuid4().hex
+        api_token = secrets.token_hex(24)
+        public_port, hub_port, proxy_api_port = free_loopback_ports(3)
+        config = HUB_CONFIG.format(
+            public_port=public_port,
+            hub_port=hub_port,
+            proxy_api_port=proxy_api_port,
+            chp=str(CHP),
+            proxy_token=secrets.token_hex(24),
+            proxy_pid_file=str(workdir / "proxy.pid"),
+            hub_pid_file=str(workdir / "jupyterhub.pid"),
+            db_url=f"sqlite:///{workdir / 'jupyterhub.sqlite'}",
+            cookie_secret_file=str(workdir / "cookie_secret"),
+            password=spec.password,
+            users=sorted(spec.users),
+            home_template=str(workdir / "homes" / "{username}"),
+            singleuser_cmd=[str(spec.python), "-m", "jupyterhub.singleuser"],
+            default_url=spec.default_url,
+            spawner_env={RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1"},
+            start_timeout=int(spec.start_timeout_s),
+            api_token=api_token,
+        )
+        config_path = workdir / "jupyterhub_config.py"
+        config_path.write_text(config)
+        log_path = workdir / "jupyterhub.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [str(spec.python), "-m", "jupyterhub", "-f", str(config_path)],
+                cwd=workdir,
+                env=_hub_environment(spec, workdir, run_id),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        tracker = ProcessTracker()
+        tracker.adopt_tree(process.pid)
+        hub = cls(spec, workdir, process, public_port, api_token, run_id, tracker, log_path)
+        try:
+            wait_for(hub.is_ready, timeout_s=spec.start_timeout_s, what="JupyterHub to answer")
+        except BaseException:
+            hub.stop()
+            raise
+        tracker.adopt_tree(process.pid)  # now with the proxy
+        return hub
+
+    def is_ready(self) -> bool:
+        """True once /hub/api/ answers through the proxy; raise if the hub exited."""
+        if self.process.poll() is not None:
+            raise ConditionTimeout(
+                f"JupyterHub exited with {self.process.returncode}:\n{self.log_tail()}"
+            )
+        try:
+            return httpx.get(f"{self.internal_url}/hub/api/", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self, *, timeout_s: float = 30) -> list[str]:
+        """Stop the hub, its proxy, the users' servers and their kernels; return survivors.
+
+        The hub gets SIGTERM and stops the servers and the proxy itself (cleanup_servers,
+        cleanup_proxy); the servers shut their kernels down. Then every process ever seen
+        in its tree that still runs gets SIGTERM, then SIGKILL, by pid. Survivors (there
+        should be none) come back as 'pid cmdline' lines, from the tracker and from a scan
+        for the run's marker.
+        """
+        self.tracker.adopt_tree(self.process.pid)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.forced = self.tracker.stop_all()
+        survivors = [f"{p.pid} {self.tracker.labels.get(p.pid)}" for p in self.tracker.alive()]
+        return sorted(set(survivors) | set(leftover_processes(self.run_id)))
+
+    @property
+    def internal_url(self) -> str:
+        """The hub as this machine reaches it (the test's own REST calls)."""
+        return f"http://127.0.0.1:{self.public_port}"
+
+    def public_url(self, host: str = PUBLIC_HOST) -> str:
+        """The hub as the browser 'on another machine' reaches it."""
+        return f"http://{host}:{self.public_port}"
+
+    def home(self, user: str) -> Path:
+        """The user's home (their server's root folder)."""
+        return self.workdir / "homes" / user
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One REST call with the test's token; path like /hub/api/users."""
+        response = httpx.request(
+            method,
+            f"{self.internal_url}{path}",
+            headers={"Authorization": f"token {self.api_token}"},
+            timeout=30,
+            **kwargs,
+        )
+        response.raise_for_status()
+        return response
+
+    def server_ready(self, user: str) -> bool:
+        """True when the hub says the user's default server is ready."""
+        servers = self.api("GET", f"/hub/api/users/{user}").json().get("servers") or {}
+        return bool(servers.get("", {}).get("ready"))
+
+    def user_server(self, user: str) -> JupyterServer:
+        """The user's single-user server's REST API, through the hub's proxy, with our token."""
+        return JupyterServer(
+            f"{self.internal_url}/user/{user}", {"Authorization": f"token {self.api_token}"}
+        )
+
+    def log_tail(self, n_chars: int = 6000) -> str:
+        """Return the end of the hub's log (its own lines and those of the users' servers)."""
+        try:
+            return self.log_path.read_text(errors="replace")[-n_chars:]
+        except OSError:
+            return ""
+
+
+def _hub_environment(spec: HubSpec, workdir: Path, run_id: str) -> dict[str, str]:
+    """The hub's environment: ours without Jupyter variables; the course's bin first on PATH."""
+    drop = ("JUPYTER", "JUPYTERHUB_", "CONFIGPROXY_", "PYTHONPATH", "IPYTHONDIR", "MPLBACKEND")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env["PATH"] = os.pathsep.join([str(spec.python.parent), env.get("PATH", "/usr/bin:/bin")])
+    env["HOME"] = str(workdir)
+    env[RUN_MARKER] = run_id
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+def prepare_home(home: Path, files: dict[str, str]) -> None:
+    """Create a user's home holding files (path relative to the home -> text)."""
+    for name, text in files.items():
+        target = home / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# One user's Jupyter server, as labdriver's notebook helpers need it
+
+
+@dataclass
+class JupyterServer:
+    """REST calls to one Jupyter server: base like http://127.0.0.1:P/user/alice, auth headers."""
+
+    base_url: str
+    headers: dict[str, str]
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Return the response of one REST call to the server."""
+        response = httpx.request(
+            method, f"{self.base_url}{path}", headers=self.headers, timeout=30, **kwargs
+        )
+        response.raise_for_status()
+        return response
+
+    def sessions_for(self, notebook_path: str) -> list[dict[str, Any]]:
+        """Return the server's sessions whose notebook is notebook_path."""
+        return [
+            s for s in self.api("GET", "/api/sessions").json() if s.get("path") == notebook_path
+        ]
+
+    def wait_kernel_idle(
+        self, notebook_path: str, *, timeout_s: float = 120, page: Any = None
+    ) -> dict[str, Any]:
+        """Return the notebook's session once its kernel reports execution_state idle."""
+
+        def idle_session() -> dict[str, Any] | None:
+            if page is not None and page.locator(".jp-Dialog").count():
+                text = page.locator(".jp-Dialog").first.text_content() or ""
+                raise AssertionError(f"JupyterLab asks instead of starting a kernel: {text!r}")
+            for session in self.sessions_for(notebook_path):
+                if (session.get("kernel") or {}).get("execution_state") == "idle":
+                    return session
+            return None
+
+        return wait_for(
+            idle_session,
+            timeout_s=timeout_s,
+            interval_s=0.2,
+            what=f"an idle kernel for {notebook_path} at {self.base_url}",
+        )
+
+    def close_sessions(self, notebook_path: str) -> None:
+        """Shut down every session (and so its kernel) opened on notebook_path."""
+        for session in self.sessions_for(notebook_path):
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The browser "on another machine"
+
+
+@dataclass
+class RemotePage:
+    """One browser context (one user's cookies) whose page cannot reach loopback addresses."""
+
+    context: Any
+    page: Any = None
+    console: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)  # loopback URLs the page tried
+    hosts: dict[str, int] = field(default_factory=dict)  # requests per host:port
+
+    @classmethod
+    def open(cls, browser: Any) -> RemotePage:
+        """Return a new context and page; loopback requests and WebSockets are aborted."""
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(60_000)
+        remote = cls(context)
+
+        def abort_loopback(route: Any) -> None:
+            remote.blocked.append(f"{route.request.method} {route.request.url}")
+            route.abort("addressunreachable")
+
+        def close_loopback_websocket(websocket: Any) -> None:
+            remote.blocked.append(f"WS {websocket.url}")
+            websocket.close()
+
+        def count(request: Any) -> None:
+            host = re.sub(r"^[a-z]+://([^/]+).*$", r"\1", request.url)
+            remote.hosts[host] = remote.hosts.get(host, 0) + 1
+
+        context.route(LOOPBACK_URL, abort_loopback)
+        context.route_web_socket(LOOPBACK_URL, close_loopback_websocket)
+        context.on("request", count)
+        remote.page = context.new_page()
+        remote.page.on("console", lambda m: remote.console.append(f"[{m.type}] {m.text}"))
+        remote.page.on("pageerror", lambda e: remote.console.append(f"[pageerror] {e}"))
+        return remote
+
+    def close(self) -> None:
+        """Close the context (and its page)."""
+        try:
+            self.context.close()
+        except Exception:  # already gone with the browser
+            pass
+
+    def save_artifacts(self, directory: Path, name: str, extra: dict[str, str]) -> None:
+        """Save a screenshot, the console log, blocked requests, hosts and extra texts."""
+        directory.mkdir(parents=True, exist_ok=True)
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:120]
+        try:
+            self.page.screenshot(
+                path=str(directory / f"{safe}.png"), full_page=True, timeout=20_000
+            )
+        except Exception as error:  # a broken page must not hide the test's own failure
+            (directory / f"{safe}.screenshot-error.txt").write_text(repr(error))
+        texts = {
+            "console": "\n".join(self.console),
+            "blocked": "\n".join(self.blocked),
+            "hosts": json.dumps(self.hosts, indent=1),
+            **extra,
+        }
+        for key, text in texts.items():
+            (directory / f"{safe}.{key}.txt").write_text(text)
+
+
+def login(
+    page: Any, hub_public_url: str, user: str, password: str, *, timeout_s: float = 90
+) -> str:
+    """Log in through the hub's form; return the JupyterLab URL once JupyterLab is restored."""
+    from labdriver import wait_lab_restored
+
+    page.goto(f"{hub_public_url}/hub/login", timeout=timeout_s * 1000)
+    page.fill("#username_input", user)
+    page.fill("#password_input", password)
+    page.click("#login_submit")
+    page.wait_for_url(re.compile(rf"/user/{re.escape(user)}/lab"), timeout=timeout_s * 1000)
+    wait_lab_restored(page, timeout_s=timeout_s)
+    return page.url
+
+
+def page_config(page: Any) -> dict[str, Any]:
+    """Return JupyterLab's PageConfig as the page has it (the #jupyter-config-data script)."""
+    return page.evaluate(
+        "() => JSON.parse(document.getElementById('jupyter-config-data').textContent)"
+    )
+
+
+def output_text(cell: Any) -> str:
+    """Return the text of a cell's outputs, whitespace collapsed."""
+    return normalized(" ".join(o.text for o in cell.outputs))
+
+
+def time_since(started: float) -> float:
+    """Seconds since `started` (time.monotonic()), rounded for the timings record."""
+    return round(time.monotonic() - started, 2)
