@@ -38,7 +38,7 @@ if timeout 600 "$bin/playwright" install chromium >"$log" 2>&1 && managed_chromi
     rm -f "$log"
     exit 0
 fi
-tail -n 3 "$log" | sed 's/^/  playwright: /'
+grep -m 1 -i "error" "$log" | sed 's/^/  playwright says: /'
 rm -f "$log"
 cat >&2 <<MSG
 
