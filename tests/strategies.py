@@ -213,3 +213,32 @@ def plain_streams(draw: st.DrawFn) -> bytes:
         lines = draw(st.permutations(lines))
         blocks.append(end.join(lines) + end + end)
     return "".join(blocks).encode()
+
+
+# --- token streams: mostly one `data: ` line per event -------------------------------
+
+
+@st.composite
+def token_streams(draw: st.DrawFn) -> bytes:
+    """Return a stream shaped like an LLM's: mostly ``data: <text>`` + blank line blocks.
+
+    Now and then a block carries an id, event or retry line, a comment, a second
+    data line, ``data:`` without its space, or a blank line too many, and the line
+    ends are LF, CRLF or CR: so the decoder's shortcut for token streams meets
+    every way such a stream can stop being one.
+    """
+    end = draw(st.sampled_from(["\n", "\n", "\n", "\r\n", "\r"]))
+    blocks = []
+    for _ in range(draw(st.integers(0, 12))):
+        lines = ["data: " + draw(field_text)]
+        extra = draw(
+            st.sampled_from(
+                [None] * 6 + ["id: 7", "event: x", "retry: 5", ": ping", "data: more", "data:"]
+            )
+        )
+        if extra is not None:
+            lines.insert(draw(st.integers(0, 1)), extra)
+        if draw(st.integers(0, 9)) == 0:
+            lines.append("")  # a blank line too many: dispatches nothing
+        blocks.append(end.join(lines) + end + end)
+    return "".join(blocks).encode()

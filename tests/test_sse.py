@@ -14,7 +14,14 @@ from httpx._decoders import LineDecoder
 from httpx_sse._decoders import SSEDecoder as HttpxSSEDecoder
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from strategies import bytes_and_chunks, chunkings, plain_streams, sse_bytes, wire_like_bytes
+from strategies import (
+    bytes_and_chunks,
+    chunkings,
+    plain_streams,
+    sse_bytes,
+    token_streams,
+    wire_like_bytes,
+)
 
 from lessonkit.core.sse import Event, EventTooLarge, SSEDecoder, comment, decode_all, encode
 
@@ -307,6 +314,37 @@ def test_conformance_cases(case):
     assert triples(reference_parse(wire)) == case["events"]
 
 
+# --- the shortcut for token streams gives the same events ----------------------------
+
+
+@given(token_streams().flatmap(lambda data: st.tuples(st.just(data), chunkings(data))))
+@settings(max_examples=300)
+def test_token_streams_give_the_events_of_a_literal_reading_of_the_spec(data_and_chunks):
+    data, chunks = data_and_chunks
+    expected = reference_parse(data)
+    assert feed_each(chunks) == expected
+    assert decode_all(chunks) == expected
+    for piece_bytes in (16, 1460):
+        pieces = [data[i : i + piece_bytes] for i in range(0, len(data), piece_bytes)]
+        assert decode_all(pieces) == expected
+
+
+@pytest.mark.parametrize(
+    ("first", "expected"),
+    [
+        (b"event: x\n", Event(event="x", data="a")),
+        (b"retry: 5\n", Event(data="a", retry=5)),
+        (b"data: 0\n", Event(data="0\na")),
+        (b"id: 7\n", Event(data="a", id="7")),
+    ],
+)
+def test_a_data_line_and_blank_line_finish_the_event_already_under_way(first, expected):
+    decoder = SSEDecoder()
+    assert decoder.feed(first) == []
+    assert decoder.feed(b"data: a\n\ndata: b\n\n") == [expected, Event(data="b", id=expected.id)]
+    assert decoder.last_event_id == expected.id
+
+
 # --- end of stream, pending ----------------------------------------------------------
 
 
@@ -439,6 +477,15 @@ def test_an_event_of_exactly_max_event_bytes_passes():
     assert len(decode_all([b"data: 0123456789\n\n"], max_event_bytes=11)) == 1
     with pytest.raises(EventTooLarge):
         decode_all([b"data: 0123456789\n\n"], max_event_bytes=10)
+
+
+def test_iter_events_raises_event_too_large_where_feed_would_even_in_the_last_chunks():
+    # The small chunks held back to be joined are still fed at the end of the stream.
+    chunks = [b"\ndata: " + b"x" * 900, b"y" * 200]
+    with pytest.raises(EventTooLarge):
+        feed_each(chunks, max_event_bytes=1000)
+    with pytest.raises(EventTooLarge):
+        decode_all(chunks, max_event_bytes=1000)
 
 
 def cpu_seconds_to_decode(size_bytes: int, piece_bytes: int) -> float:
