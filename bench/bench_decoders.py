@@ -36,7 +36,7 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import httpx
@@ -75,22 +75,28 @@ def run_openai(chunks: list[bytes]) -> int:
     return sum(1 for _ in OpenAISSEDecoder().iter_bytes(iter(chunks)))
 
 
-def run_httpx_sse(chunks: list[bytes]) -> int:
+def iter_httpx_sse(chunks: list[bytes]) -> Iterator[object]:
+    """Yield httpx-sse's events: what ``EventSource.iter_sse`` does over ``Response.iter_lines``."""
     text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     lines = LineDecoder()
     sse = HttpxSSEDecoder()
-    count = 0
     for chunk in chunks:
         text = text_decoder.decode(chunk)
         if not text:
             continue
         for line in lines.decode(text):
-            if sse.decode(line) is not None:
-                count += 1
+            event = sse.decode(line)
+            if event is not None:
+                yield event
     for line in lines.decode(text_decoder.decode(b"", final=True)) + lines.flush():
-        if sse.decode(line) is not None:
-            count += 1
-    return count
+        event = sse.decode(line)
+        if event is not None:
+            yield event
+
+
+def run_httpx_sse(chunks: list[bytes]) -> int:
+    # Counted like the others: each event is handed to a consumer through an iterator.
+    return sum(1 for _ in iter_httpx_sse(chunks))
 
 
 def run_sseclient(chunks: list[bytes]) -> int:
