@@ -67,8 +67,10 @@ def decode_steps(
     """Return every pass of the decode loop for `prompt`, ending at <eos> or max_tokens.
 
     Token i exists at prefill_ms + (i + 1) * per_token_ms (the lesson's model).
-    When the model stops by itself, one more pass writes <eos>; the lesson's
-    simulation leaves that pass out, so its stream closes with the last token.
+    When the model stops by itself, one more pass writes <eos>. A real model spends
+    one more pass on it; the course's timing model (llm.token_times_ms, the lesson's
+    simulation) counts that pass as free, so <eos> is written at the last token's
+    time, and the finish reason, [DONE] and the blocking body all go out then too.
     """
     answer = llm.answer_for(prompt, max_tokens)
     prompt_tokens = tuple(llm.tokenize(prompt))
@@ -96,7 +98,7 @@ def decode_steps(
                 prompt=prompt_tokens,
                 generated=answer.tokens,
                 new_token=EOS,
-                at_ms=float(prefill_ms + (n + 1) * per_token_ms),
+                at_ms=float(times[-1]) if times else float(prefill_ms),
                 stop_reason="eos",
             )
         )
@@ -111,7 +113,7 @@ def decode_step_text(step: DecodeStep) -> str:
         f" -> writes {step.new_token!r:<10} at {step.at_ms:>5.0f} ms"
     )
     if step.stop_reason == "eos":
-        line += "  (end of sequence: the loop stops)"
+        line += "  (end of sequence, free in this model: the loop stops)"
     elif step.stop_reason == "length":
         line += "  (max_tokens reached: the loop stops)"
     return line
@@ -280,9 +282,12 @@ def cancel_readouts(view: CancelView) -> dict[str, str]:
         "seen": f"the user saw: {_tail(view.seen_text, 90)!r}",
         "generated": f"generated before the stop: {view.tokens_generated} of {view.n_tokens} tokens",
         "saved": f"never generated: {view.tokens_saved} tokens",
-        "time": f"GPU time saved: {view.generation_ms_saved / 1000:,.1f} s",
+        "time": (
+            f"generation time avoided: {view.generation_ms_saved / 1000:,.1f} s"
+            " (this answer's remaining decode time)"
+        ),
         "cost": (
-            f"per 1,000 answers at ${view.usd_per_million_tokens:g}/M tokens:"
+            f"per 1,000 answers at ${view.usd_per_million_tokens:g} per million output tokens:"
             f" ${spent:,.2f} spent, ${saved:,.2f} saved"
         ),
     }
