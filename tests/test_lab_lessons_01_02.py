@@ -277,9 +277,22 @@ def test_every_dialect_rebuilds_the_same_answer_and_completes(dialect):
     assert rows[-1].screen == llm.RUNNING_ANSWER and rows[-1].done
 
 
-def test_openai_reports_usage_and_finish_reason_at_the_end():
-    info = lesson02.final_events(wire_rows("openai"))
-    assert info["finish_reason"] == "stop" and info["usage"]["completion_tokens"] == 6
+def test_openai_reports_usage_at_the_end_only_when_the_request_asks_for_it():
+    asked = lesson02.final_events(wire_rows("openai", include_usage=True))
+    assert asked["finish_reason"] == "stop" and asked["usage"]["completion_tokens"] == 6
+    plain = wire_rows("openai")
+    assert lesson02.final_events(plain)["usage"] is None
+    assert not any(b'"usage"' in row.raw for row in plain)
+
+
+def test_the_side_by_side_asks_openai_for_usage_and_says_so_in_its_rows():
+    openai_rows = lesson02.side_by_side()["openai"]
+    assert any(b'"choices":[],"usage":{' in row.raw for row in openai_rows)
+
+
+def test_hide_port_writes_the_servers_port_as_a_placeholder():
+    text = "Host: 127.0.0.1:36481\r\n"
+    assert lesson02.hide_port(text, "http://127.0.0.1:36481") == "Host: 127.0.0.1:<port>\r\n"
 
 
 def test_anthropic_ends_with_message_stop_and_end_turn():

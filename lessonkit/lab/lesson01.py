@@ -6,6 +6,7 @@
     cancel_view, cancel_readouts,           stop early: tokens, time and money saved
       cancel_text
     idle_report, idle_text                  proxy idle timeouts and heartbeats
+    decode_speed, decode_speed_text         tokens per second and words a minute
     fit_timing                              a measured stream's prefill and per-token times
     line_ready_times                        render sooner: when each markdown line is safe
 
@@ -352,6 +353,21 @@ def idle_text(label: str, report: IdleReport) -> str:
         f"{label:<28} longest silence {report.longest_silence_ms / 1000:6.1f} s,"
         f" {report.heartbeats:>2} heartbeats -> {verdict}"
     )
+
+
+WORDS_PER_TOKEN = 0.75  # about 3/4 of an English word per token (OpenAI's rule of thumb)
+
+
+def decode_speed(per_token_ms: float) -> tuple[float, float]:
+    """Return (tokens per second, English words per minute) at one token every per_token_ms."""
+    tokens_per_second = 1000 / per_token_ms
+    return tokens_per_second, tokens_per_second * 60 * WORDS_PER_TOKEN
+
+
+def decode_speed_text(per_token_ms: float) -> str:
+    """Return "25 tokens per second, about 1,125 words a minute" for a per-token time."""
+    tokens_per_second, words_per_minute = decode_speed(per_token_ms)
+    return f"{tokens_per_second:.0f} tokens per second, about {words_per_minute:,.0f} words a minute"
 
 
 def fit_timing(arrival_ms: Iterable[float]) -> tuple[float, float]:

@@ -227,7 +227,6 @@ def decode_loop_player(
         title="decode loop",
         what="Press ▶ or drag 'pass': each pass reads the prompt and the tokens so far and"
         " writes one token.",
-        text="\n".join(lesson01.decode_step_text(s) for s in steps),
     )
 
 
