@@ -466,3 +466,12 @@ def test_wait_until_idle_sees_a_finished_stream():
         assert (
             browser_demo.wait_until_idle(url, since_requests=before) == "browser streams finished"
         )
+
+
+@pytest.mark.parametrize(
+    ("payload", "masked", "header"),
+    [(0, False, 2), (125, False, 2), (126, False, 4), (65_535, False, 4), (65_536, False, 10),
+     (2, True, 6)],
+)  # fmt: skip
+def test_websocket_frame_headers_follow_rfc_6455(payload, masked, header):
+    assert lesson05.ws_frame_header_bytes(payload, masked=masked) == header
