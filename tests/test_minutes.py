@@ -121,7 +121,7 @@ def printed_minutes(path: Path) -> tuple[int | None, int | None]:
     """Return the (core, deeper) minutes a notebook prints about itself in its first cells."""
     notebook = nbformat.read(path, as_version=4)
     head = "\n".join(c.source for c in notebook.cells[:2] if c.cell_type == "markdown")
-    core = re.search(r"About (\d+) minutes", head)
+    core = re.search(r"About (\d+) minutes", head, re.I)
     deeper = re.search(r"plus about (\d+) (?:minutes )?in the optional \*Going deeper\*", head)
     return (int(core.group(1)) if core else None, int(deeper.group(1)) if deeper else None)
 
