@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from lessonkit.core import framing, llm, network, sse
 from lessonkit.core.framing import encode_chunked, parse_chunked
-from lessonkit.lab import lesson01, lesson02, plots, views, widgets
+from lessonkit.lab import lesson01, lesson02, views, widgets
 from lessonkit.lab.lesson01 import cancel_view, decode_steps, timeline_view
 from lessonkit.lab.lesson02 import wire_rows
 

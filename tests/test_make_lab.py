@@ -16,11 +16,9 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 START_HERE = "lab/tree/notebooks/00_start_here.ipynb"
-
 
 
 def _free_port() -> int:

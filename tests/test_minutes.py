@@ -199,7 +199,9 @@ def test_the_minutes_a_notebook_prints_are_within_20_percent_of_its_reading_time
         f" ({est.core / 1.2:.1f}-{est.core / 0.8:.1f} passes): set {round(est.core)} in {owner}"
     )
     if est.deeper >= 0.5:
-        assert deeper is not None, f"{path.name} has Going deeper parts but prints no minutes for them"
+        assert deeper is not None, (
+            f"{path.name} has Going deeper parts but prints no minutes for them"
+        )
     if deeper is not None:
         assert not _off(deeper, est.deeper), (
             f"{path.name} says about {deeper} minutes going deeper; it takes about {est.deeper:.1f}:"

@@ -288,7 +288,9 @@ def describe_rewrites(frames: list[FlickerFrame], context_chars: int = 14) -> li
         def clip(text: str, start: int = start) -> str:
             return ("…" if start else "") + text[start:]
 
-        lines.append(f"token {frame.step} {token!r}: the naive screen changes what it already showed")
+        lines.append(
+            f"token {frame.step} {token!r}: the naive screen changes what it already showed"
+        )
         lines.append(f"  naive  before: {clip(naive_before)}")
         lines.append(f"         after : {clip(naive_after)}")
         lines.append(f"  stable before: {clip(shown(before.stable))}")

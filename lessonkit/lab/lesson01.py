@@ -367,7 +367,9 @@ def decode_speed(per_token_ms: float) -> tuple[float, float]:
 def decode_speed_text(per_token_ms: float) -> str:
     """Return "25 tokens per second, about 1,125 words a minute" for a per-token time."""
     tokens_per_second, words_per_minute = decode_speed(per_token_ms)
-    return f"{tokens_per_second:.0f} tokens per second, about {words_per_minute:,.0f} words a minute"
+    return (
+        f"{tokens_per_second:.0f} tokens per second, about {words_per_minute:,.0f} words a minute"
+    )
 
 
 def fit_timing(arrival_ms: Iterable[float]) -> tuple[float, float]:
