@@ -58,7 +58,7 @@ def test_an_explorer_shows_its_twin_where_no_widget_can_run():
     box = widgets.timeline_explorer()
     bundle = box._repr_mimebundle_()
     assert bundle["text/plain"].startswith("▶ Run this cell to open the timeline explorer.")
-    assert "Run this cell to open the timeline explorer." in bundle["text/html"]
+    assert "<b>▶ Run this cell to open the timeline explorer.</b>" in bundle["text/html"]
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert repr(box) == bundle["text/plain"]
 

@@ -221,11 +221,12 @@ def walk_step_html(step: WalkStep) -> str:
     )
 
 
-def twin_html(title: str, what: str, text: str = "") -> str:
+def twin_html(headline: str, what: str, text: str = "") -> str:
     """Return what a page shows in place of a widget before its cell runs (see widgets.Twinned).
 
-    A calm box: "Run this cell to open the <title>", what it will let you do, and
-    (optionally) the same state as text, for a reader without a kernel.
+    A calm box: the headline ("Run this cell to open the timeline explorer."), what the
+    widget will let you do, and (optionally) the same state as text, for a reader
+    without a kernel.
     """
     note = f'<div style="color:#555">{_esc(what)}</div>' if what else ""
     shown = (
@@ -237,7 +238,7 @@ def twin_html(title: str, what: str, text: str = "") -> str:
     return (
         '<div class="lk-twin" style="border:1px dashed #999;border-radius:6px;padding:6px 10px;'
         'background:#f7f7f7;font-family:sans-serif">'
-        f"<b>▶ Run this cell to open the {_esc(title)}.</b>{note}{shown}</div>"
+        f"<b>▶ {_esc(headline)}</b>{note}{shown}</div>"
     )
 
 

@@ -394,10 +394,12 @@ def open_lab(page: Any, server: LabServer, *, timeout_s: float = 120) -> None:
     """Load JupyterLab in the page, in a fresh private workspace, and wait until it is restored."""
     workspace = f"t-{uuid.uuid4().hex[:10]}"
     page.goto(f"{server.base_url}/lab/workspaces/{workspace}?reset", timeout=timeout_s * 1000)
-    page.wait_for_function(
-        "async () => { const app = window.jupyterapp; if (!app) return false;"
-        " await app.restored; return true; }",
-        timeout=timeout_s * 1000,
+    # wait_for_function treats the Promise an async predicate returns as truthy at once, so
+    # it never waited: first wait for the application object, then await its promises.
+    page.wait_for_function("() => !!window.jupyterapp", timeout=timeout_s * 1000)
+    page.evaluate(
+        "async () => { await window.jupyterapp.started; await window.jupyterapp.restored;"
+        " return true; }"
     )
 
 
