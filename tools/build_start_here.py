@@ -122,6 +122,8 @@ widget_check()"""
     ),
 ]
 
+for number, cell in enumerate(cells):
+    cell.id = f"start-here-{number}"  # stable ids: rebuilding changes nothing that did not change
 nb = nbf.v4.new_notebook(cells=cells)
 nb.metadata["kernelspec"] = {
     "name": "python3",
