@@ -44,11 +44,20 @@ $(SETTINGS): jupyter/overrides.d/streaming-course.json $(STAMP)
 # Root (a container, CI) needs --allow-root; everyone else never sees it.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# Prints the URL of the first notebook (with a fresh token) and opens it in your browser;
+# JupyterLab's own log below shows the same URL with the token elided.
+START_HERE := lab/tree/notebooks/00_start_here.ipynb
 lab: setup
-	@echo "Starting JupyterLab on port $(PORT); open the http://127.0.0.1:$(PORT)/lab?token=... URL it prints below."
-	@echo "(Ctrl-C twice to stop; another port: make lab PORT=8899)"
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--ServerApp.port_retries=0 --ServerApp.root_dir=. $(ALLOW_ROOT) notebooks/00_start_here.ipynb
+	@token=$$($(BIN)/python -c "import secrets; print(secrets.token_hex(24))"); \
+	echo "JupyterLab is starting on port $(PORT) with the course's first notebook:"; \
+	echo ""; \
+	echo "    http://127.0.0.1:$(PORT)/$(START_HERE)?token=$$token"; \
+	echo ""; \
+	echo "Your browser opens it; if none does, paste that URL into one."; \
+	echo "(Ctrl-C twice to stop; another port: make lab PORT=8899)"; \
+	JUPYTER_TOKEN=$$token exec $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 \
+		--ServerApp.port=$(PORT) --ServerApp.port_retries=0 --ServerApp.root_dir=. \
+		--LabApp.default_url=/$(START_HERE) $(ALLOW_ROOT)
 
 lint: setup
 	$(BIN)/ruff check $(LINTED)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from lessonkit.core import framing, llm, network, sse
 from lessonkit.core.framing import encode_chunked, parse_chunked
-from lessonkit.lab import lesson01, lesson02, plots, views, widgets
+from lessonkit.lab import lesson01, lesson02, views, widgets
 from lessonkit.lab.lesson01 import cancel_view, decode_steps, timeline_view
 from lessonkit.lab.lesson02 import wire_rows
 
@@ -58,6 +58,16 @@ def test_decode_loop_stops_at_max_tokens_without_eos():
 
 def test_decode_tokens_exist_at_the_lessons_times():
     assert [s.at_ms for s in decode_steps()][:6] == [340, 380, 420, 460, 500, 540]
+
+
+def test_the_end_of_sequence_pass_is_free_so_eos_comes_with_the_last_token_as_stop_and_done_do():
+    steps = decode_steps()
+    rows = wire_rows("openai")
+    finish_ms = next(row.at_ms for row in rows if any(s.finish_reason for s in row.steps))
+    done_ms = next(row.at_ms for row in rows if row.done)
+    assert steps[-1].new_token == lesson01.EOS
+    assert steps[-1].at_ms == steps[-2].at_ms == finish_ms == done_ms == 540
+    assert timeline_view(0).timings.total_ms == 540
 
 
 # ## The timeline explorer
@@ -267,9 +277,22 @@ def test_every_dialect_rebuilds_the_same_answer_and_completes(dialect):
     assert rows[-1].screen == llm.RUNNING_ANSWER and rows[-1].done
 
 
-def test_openai_reports_usage_and_finish_reason_at_the_end():
-    info = lesson02.final_events(wire_rows("openai"))
-    assert info["finish_reason"] == "stop" and info["usage"]["completion_tokens"] == 6
+def test_openai_reports_usage_at_the_end_only_when_the_request_asks_for_it():
+    asked = lesson02.final_events(wire_rows("openai", include_usage=True))
+    assert asked["finish_reason"] == "stop" and asked["usage"]["completion_tokens"] == 6
+    plain = wire_rows("openai")
+    assert lesson02.final_events(plain)["usage"] is None
+    assert not any(b'"usage"' in row.raw for row in plain)
+
+
+def test_the_side_by_side_asks_openai_for_usage_and_says_so_in_its_rows():
+    openai_rows = lesson02.side_by_side()["openai"]
+    assert any(b'"choices":[],"usage":{' in row.raw for row in openai_rows)
+
+
+def test_hide_port_writes_the_servers_port_as_a_placeholder():
+    text = "Host: 127.0.0.1:36481\r\n"
+    assert lesson02.hide_port(text, "http://127.0.0.1:36481") == "Host: 127.0.0.1:<port>\r\n"
 
 
 def test_anthropic_ends_with_message_stop_and_end_turn():
@@ -341,43 +364,39 @@ def test_timeline_explorer_recomputes_total_when_tokens_change():
     assert _find(box, "lk-t-ms").max > 20_300
 
 
-def test_timeline_explorer_draws_a_png():
+def test_timeline_explorer_draws_an_svg():
     box = widgets.timeline_explorer()
-    assert _find(box, "lk-timeline-plot").value[:4] == b"\x89PNG"
+    assert _find(box, "lk-timeline-plot").value.startswith("<svg")
 
 
 def _count_timeline_drawing(monkeypatch):
-    """Count full figure draws (TimelinePlot built) and frames (png_at) of the timeline plot."""
-    counts = {"figures": 0, "frames": 0}
+    """Count how often the explorer draws its timeline figure."""
+    from lessonkit.lab import svg
 
-    class CountingPlot(plots.TimelinePlot):
-        def __init__(self, view, **kwargs):
-            counts["figures"] += 1
-            super().__init__(view, **kwargs)
+    counts = {"draws": 0}
+    draw = svg.timeline_svg
 
-        def png_at(self, t_ms):
-            counts["frames"] += 1
-            return super().png_at(t_ms)
+    def counting(view):
+        counts["draws"] += 1
+        return draw(view)
 
-    monkeypatch.setattr(plots, "TimelinePlot", CountingPlot)
-    widgets._timeline_figure.cache_clear()
-    widgets._timeline_png.cache_clear()
+    monkeypatch.setattr(svg, "timeline_svg", counting)
     return counts
 
 
-def test_timeline_explorer_moving_t_draws_a_frame_but_not_a_new_figure(monkeypatch):
+def test_timeline_explorer_draws_once_per_move_of_t(monkeypatch):
     counts = _count_timeline_drawing(monkeypatch)
     box = widgets.timeline_explorer(t_ms=0)
     for t_ms in (100, 200, 300):
         _find(box, "lk-t-ms").value = t_ms
-    assert counts == {"figures": 1, "frames": 4}
+    assert counts == {"draws": 4}
 
 
-def test_timeline_explorer_draws_once_when_a_speed_change_also_clamps_t(monkeypatch):
+def test_timeline_explorer_draws_the_clamped_time_when_a_speed_change_moves_t(monkeypatch):
     counts = _count_timeline_drawing(monkeypatch)
     box = widgets.timeline_explorer(n_tokens=500, t_ms=15_000)
     _find(box, "lk-n-tokens").value = 6  # t.max shrinks below t: the slider clamps t
-    assert counts == {"figures": 2, "frames": 2}
+    assert counts["draws"] <= 3
     assert _find(box, "lk-t-ms").value <= _find(box, "lk-t-ms").max
     assert "6 of 6" in _find(box, "lk-timeline-visible").value
 
@@ -385,7 +404,7 @@ def test_timeline_explorer_draws_once_when_a_speed_change_also_clamps_t(monkeypa
 def test_cancel_explorer_updates_savings_when_the_stop_moves():
     box = widgets.cancel_explorer()
     _find(box, "lk-cancel-at-ms").value = 10_000
-    assert "GPU time saved: 10.3 s" in _find(box, "lk-cancel-time").value
+    assert "generation time avoided: 10.3 s" in _find(box, "lk-cancel-time").value
 
 
 def test_wire_inspector_switches_dialect_and_keeps_the_write_in_range():

@@ -198,6 +198,31 @@ def test_staircase_only_rises_where_an_event_ends():
 # --- stepper controls ------------------------------------------------------------------------
 
 
+def test_typed_cuts_name_every_word_they_leave_out():
+    typed = lesson03.read_cut_positions("54, 19 abc 0 99999 19", 66)
+    assert typed.positions == (19, 54)
+    assert typed.problems == (
+        "'abc' is not a whole number",
+        "0 would cut before the first byte",
+        "99999 is past the last cut (the wire has 66 bytes)",
+    )
+
+
+def test_typed_offsets_with_nothing_usable_say_so_and_keep_the_wire_whole():
+    wire, _ = lesson03.worked_example()
+    shown = lesson03.stepper_readouts(
+        wire, chunk_bytes=16, positions_text="abc", mode="typed offsets"
+    )
+    assert shown["arrivals"] == "1" and "none usable" in shown["cuts"]
+    assert "'abc' is not a whole number" in shown["cuts"]
+
+
+def test_even_chunk_mode_ignores_typed_offsets():
+    wire, _ = lesson03.worked_example()
+    shown = lesson03.stepper_readouts(wire, chunk_bytes=30, positions_text="19", mode="even chunks")
+    assert shown["cuts"].startswith("even chunks of 30 bytes: cuts after bytes [30, 60]")
+
+
 def test_parse_cut_positions_sorts_and_drops_junk_and_out_of_range_offsets():
     assert lesson03.parse_cut_positions("54, 19 x -3 19 999", 66) == (19, 54)
 
@@ -316,9 +341,9 @@ def test_arrival_stepper_shows_the_buffer_of_the_chosen_arrival():
     assert "&#x27;da&#x27;" in readout_text(box, "lk-stepper-buffer")
 
 
-def test_arrival_stepper_falls_back_to_the_chunk_size_when_positions_are_cleared():
+def test_arrival_stepper_cuts_even_chunks_in_that_mode():
     box = widgets.arrival_stepper()
-    control(box, "lk-cut-positions").value = ""
+    control(box, "lk-cut-mode").value = "even chunks"
     control(box, "lk-chunk-size").value = 30
     assert "-&gt; 3 arrivals" in readout_text(box, "lk-stepper-cuts")
     assert control(box, "lk-arrival-step").max == 3
@@ -327,7 +352,7 @@ def test_arrival_stepper_falls_back_to_the_chunk_size_when_positions_are_cleared
 def test_utf8_explorer_updates_when_the_cut_moves():
     box = widgets.utf8_explorer("café", 4)
     assert "UnicodeDecodeError" in readout_text(box, "lk-utf8-per-chunk")
-    control(box, "lk-utf8-cut").value = 3
+    control(box, "lk-utf8-cut-at").value = 3
     assert "UnicodeDecodeError" not in readout_text(box, "lk-utf8-per-chunk")
 
 
@@ -345,8 +370,9 @@ def test_flicker_demo_counts_rewrites_for_both_renderers():
 
 def test_prediction_picker_starts_on_the_placeholder():
     picker = widgets.prediction_picker(["a", "b"], css_class="lk-prediction-1")
-    assert picker.value == lesson04.PREDICTION_PLACEHOLDER
-    assert {"lk-prediction", "lk-prediction-1"} <= set(picker._dom_classes)
+    assert picker.value == lesson04.PREDICTION_PLACEHOLDER and not picker.picked
+    assert {"lk-prediction", "lk-prediction-1"} <= set(picker.dropdown._dom_classes)
+    assert picker.dropdown.options[-1] == widgets.SKIP_PREDICTION
 
 
 # --- the browser demo ------------------------------------------------------------------------
@@ -407,7 +433,11 @@ def test_describe_rewrites_ends_with_the_rewrite_counts():
     frames = render.flicker_frames(render.split_tokens(render.FLICKER_ANSWER))
     lines = render.describe_rewrites(frames)
     assert lines[-1] == "screen rewrites over 40 tokens: naive 4, stable 0"
-    assert lines[0].startswith("token  8  naive: ")
+    assert lines[0] == "token 9 '**.': the naive screen changes what it already showed"
+    assert lines[1:3] == [
+        "  naive  before: …order ships on **Monday",
+        "         after : …order ships on <b>Monday</b>.",
+    ]
 
 
 # --- the browser demo's server helpers (a real local server) --------------------------------
@@ -436,3 +466,12 @@ def test_wait_until_idle_sees_a_finished_stream():
         assert (
             browser_demo.wait_until_idle(url, since_requests=before) == "browser streams finished"
         )
+
+
+@pytest.mark.parametrize(
+    ("payload", "masked", "header"),
+    [(0, False, 2), (125, False, 2), (126, False, 4), (65_535, False, 4), (65_536, False, 10),
+     (2, True, 6)],
+)  # fmt: skip
+def test_websocket_frame_headers_follow_rfc_6455(payload, masked, header):
+    assert lesson05.ws_frame_header_bytes(payload, masked=masked) == header

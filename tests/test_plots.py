@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from matplotlib.text import Text
 
 from lessonkit.lab import lesson01, plots
@@ -24,45 +23,19 @@ def test_timeline_plot_marks_ttft_and_total_with_units():
     assert tuple(fig.get_size_inches()) == (8, 3.0)
 
 
-def _pixels(png: bytes):
-    import io
-
-    import numpy as np
-    from PIL import Image
-
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
-
-
-def test_timeline_frame_with_the_moved_marker_equals_a_full_redraw_away_from_the_marker():
-    # Only the stacking differs: the frame draws the marker on top of the "total" label.
-    frames = plots.TimelinePlot(lesson01.timeline_view(400))
-    moved = _pixels(frames.png_at(500))
-    ax = frames.figure.axes[0]
-    marker = next(line for line in ax.lines if line.get_gid() == "timeline-now")
-    marker.set_animated(False)
-    marker.set_xdata([500, 500])
-    frames.figure.canvas.draw()
-    full = np.asarray(frames.figure.canvas.buffer_rgba())
-    assert moved.shape == full.shape
-    marker_column = ax.transData.transform((500, 0))[0]
-    differing_columns = np.nonzero((moved != full).any(axis=(0, 2)))[0]
-    assert all(abs(column - marker_column) <= 2 for column in differing_columns)
-
-
-def test_timeline_frames_differ_when_t_moves_and_repeat_when_it_does_not():
-    frames = plots.TimelinePlot(lesson01.timeline_view(400))
-    assert frames.png_at(300) != frames.png_at(450)
-    assert frames.png_at(300) == frames.png_at(300)
-
-
-def test_moving_the_timeline_marker_does_not_redraw_the_whole_figure(monkeypatch):
-    frames = plots.TimelinePlot(lesson01.timeline_view(400))
-
-    def no_full_draw(*args, **kwargs):
-        raise AssertionError("png_at drew the whole figure")
-
-    monkeypatch.setattr(frames.figure.canvas, "draw", no_full_draw)
-    assert frames.png_at(480)[:4] == b"\x89PNG"
+def test_the_timeline_plots_dashed_lines_stop_short_of_their_labels():
+    fig = plots.plot_timeline(lesson01.timeline_view(400))
+    ax = fig.axes[0]
+    labels = [t for t in ax.texts if t.get_text().startswith(("TTFT", "total"))]
+    segments = [seg for coll in ax.collections for seg in getattr(coll, "get_segments", list)()]
+    dashed_x = {round(seg[0][0]) for seg in segments if len(seg) == 2 and seg[0][0] == seg[1][0]}
+    assert dashed_x >= {340, 540}
+    for label in labels:
+        x, y = label.get_position()
+        for seg in segments:
+            (x0, y0), (x1, y1) = seg[0], seg[-1]
+            if x0 == x1 == x:
+                assert not min(y0, y1) <= y <= max(y0, y1), f"a line crosses {label.get_text()!r}"
 
 
 def test_timeline_plot_shows_latency_only_when_there_is_some():

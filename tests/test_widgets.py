@@ -54,29 +54,48 @@ def test_bind_sets_a_trait_and_goes_round_again_when_that_moves_a_control():
     assert calls[-1] == (5, 5)
 
 
-def test_an_explorer_shows_its_text_twin_where_no_widget_can_run():
+def test_an_explorer_shows_its_twin_where_no_widget_can_run():
     box = widgets.timeline_explorer()
     bundle = box._repr_mimebundle_()
-    assert bundle["text/plain"] == "[timeline explorer: run this cell to open it]"
+    assert bundle["text/plain"].startswith("▶ Run this cell to open the timeline explorer.")
+    assert "<b>▶ Run this cell to open the timeline explorer.</b>" in bundle["text/html"]
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert repr(box) == bundle["text/plain"]
 
 
-def test_every_explorer_has_a_text_twin_not_a_raw_widget_repr():
-    explorers = [
-        widgets.decode_loop_player(),
-        widgets.timeline_explorer(),
-        widgets.cancel_explorer(),
-        widgets.wire_inspector(),
-        widgets.walkthrough_stepper(),
-        widgets.arrival_stepper(),
-        widgets.utf8_explorer(),
-        widgets.drop_explorer(),
-        widgets.flicker_demo(),
-    ]
-    for box in explorers:
-        text = box._repr_mimebundle_()["text/plain"]
-        assert "run this cell" in text and "children=" not in text
+def test_an_explorers_twin_shows_the_state_it_opens_on_as_the_lesson_function_prints_it():
+    from lessonkit.lab import lesson01
+
+    text = widgets.timeline_explorer(t_ms=400)._repr_mimebundle_()["text/plain"]
+    assert text.endswith(lesson01.timeline_text(lesson01.timeline_view(400)))
+
+
+EXPLORERS = [
+    widgets.decode_loop_player,
+    widgets.timeline_explorer,
+    widgets.cancel_explorer,
+    widgets.wire_inspector,
+    widgets.walkthrough_stepper,
+    widgets.arrival_stepper,
+    widgets.utf8_explorer,
+    widgets.drop_explorer,
+    widgets.flicker_demo,
+]
+RAW_REPRS = ("children=", "Box(", "Slider(", "Dropdown(", "Label(", "Layout(")
+
+
+def test_every_widget_the_lessons_show_has_a_twin_not_a_raw_widget_repr():
+    from lessonkit.lab import envcheck
+
+    picker = widgets.prediction_picker(["a", "b"])
+    shown = [make() for make in EXPLORERS]
+    shown += [picker, widgets.reveal_after(picker, lambda: print("ran"), answer="a")]
+    shown.append(envcheck.widget_check())
+    for box in shown:
+        bundle = box._repr_mimebundle_()
+        for mime in ("text/plain", "text/html"):
+            assert "Run this cell" in bundle[mime], (box, mime)
+            assert not any(raw in bundle[mime] for raw in RAW_REPRS), bundle[mime]
 
 
 def _find(box, css_class):
@@ -95,3 +114,73 @@ def test_walkthrough_buttons_are_disabled_at_the_ends():
     assert back.disabled and not forward.disabled
     _find(box, "lk-walk-step").value = 5
     assert forward.disabled and not back.disabled
+
+
+def test_the_arrival_stepper_shows_one_cutting_mode_at_a_time():
+    box = widgets.arrival_stepper()
+    mode, size = _find(box, "lk-cut-mode"), _find(box, "lk-chunk-size")
+    positions = _find(box, "lk-cut-positions")
+    assert mode.value == "typed offsets"
+    assert size.layout.display == "none" and positions.layout.display in ("", None)
+    mode.value = "even chunks"
+    assert positions.layout.display == "none" and size.layout.display in ("", None)
+    assert "even chunks of 16 bytes" in _find(box, "lk-stepper-cuts").value
+
+
+def test_the_chunk_slider_changes_the_cuts_in_even_chunk_mode():
+    box = widgets.arrival_stepper()
+    _find(box, "lk-cut-mode").value = "even chunks"
+    _find(box, "lk-chunk-size").value = 7
+    assert "even chunks of 7 bytes" in _find(box, "lk-stepper-cuts").value
+
+
+def test_a_bad_typed_cut_gets_a_message_instead_of_a_silent_fallback():
+    box = widgets.arrival_stepper()
+    positions, cuts = _find(box, "lk-cut-positions"), _find(box, "lk-stepper-cuts")
+    for typed, message in (
+        ("abc", "&#x27;abc&#x27; is not a whole number"),
+        ("99999", "99999 is past the last cut"),
+        ("0", "0 would cut before the first byte"),
+    ):
+        positions.value = typed
+        assert message in cuts.value and "chunks" not in cuts.value
+
+
+def test_the_utf8_explorer_keeps_the_cut_when_the_text_changes():
+    box = widgets.utf8_explorer("café 🙂", cut_at_byte=4)
+    text, cut = _find(box, "lk-utf8-text"), _find(box, "lk-utf8-cut-at")
+    text.value = "naïve"
+    assert cut.value == 4 and cut.max == len("naïve".encode())
+    text.value = ""  # the learner clears the box before typing anew
+    assert cut.value == 0
+    text.value = "über café"
+    assert cut.value == 4, "the cut comes back to where the learner left it"
+    cut.value = 7
+    text.value = "ab"
+    assert cut.value == 2
+    text.value = "abcdefghij"
+    assert cut.value == 7
+
+
+def test_the_utf8_cut_slider_label_is_shown_in_full():
+    cut = _find(widgets.utf8_explorer(), "lk-utf8-cut-at")
+    assert cut.style.description_width == "initial"
+
+
+def test_a_reveal_shows_the_run_only_after_a_prediction_is_picked():
+    picker = widgets.prediction_picker(["right", "wrong"])
+    box = widgets.reveal_after(picker, lambda: print("the run printed this"), answer="right")
+    readout = _find(box, "lk-reveal")
+    assert "the run printed this" not in readout.value and "Pick a prediction" in readout.value
+    picker.value = "wrong"
+    assert "the run printed this" in readout.value and "you predicted" in readout.value
+    picker.value = widgets.SKIP_PREDICTION
+    assert "the run printed this" in readout.value and "no prediction recorded" in readout.value
+
+
+def test_a_reveal_runs_at_once_so_an_error_shows_in_its_cell():
+    import pytest
+
+    picker = widgets.prediction_picker(["x"])
+    with pytest.raises(ZeroDivisionError):
+        widgets.reveal_after(picker, lambda: 1 / 0, answer="x")

@@ -4,16 +4,29 @@ What `make execute` uses after a lesson or a solution changes. Each notebook run
 in a fresh kernel from its own folder (as JupyterLab runs it), with the widget
 state saved, and without per-cell timing metadata, so that re-running an
 unchanged notebook changes nothing but widget model ids.
+
+A widget may keep the address of a server the notebook started (the browser demo
+does); the port was free for that one run, so the saved state writes it as <port>
+(tests/test_committed_outputs.py checks that no trace of the machine is committed).
 """
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import time
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+RUN_PORT = re.compile(r"(127\.0\.0\.1|localhost):(?!8000\b)\d{2,5}\b")
+
+
+def without_run_ports(widget_state: dict) -> dict:
+    """Return the saved widget state with each loopback port of this run written as <port>."""
+    return json.loads(RUN_PORT.sub(r"\1:<port>", json.dumps(widget_state, ensure_ascii=False)))
 
 
 def execute(path: Path, timeout_s: int = 600) -> float:
@@ -31,6 +44,8 @@ def execute(path: Path, timeout_s: int = 600) -> float:
     client.execute()
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
+    if "widgets" in notebook.metadata:
+        notebook.metadata["widgets"] = without_run_ports(notebook.metadata["widgets"])
     nbformat.write(notebook, path)
     return time.monotonic() - started
 

@@ -20,11 +20,14 @@ Timing of the writes (virtual milliseconds after the request arrived):
 - Each token is written at the moment it is generated, `token_times_ms(...)[i]`.
 - The end events (OpenAI's final chunk, usage chunk and `[DONE]`, Anthropic's
   `content_block_stop` ... `message_stop`, the lesson's `[DONE]`) follow the last
-  token at the same `at_ms`: the model's end-of-sequence step costs nothing
-  extra here. With no tokens at all they go at `prefill_ms`.
+  token at the same `at_ms`: the model's end-of-sequence pass costs nothing
+  extra here (a real model spends one more pass on it before it can report
+  `stop`; the lesson's simulation, and so this course, counts it as free).
+  With no tokens at all they go at `prefill_ms`.
 - `heartbeat_ms`: a `: ping` comment whenever `heartbeat_ms` passed with no
-  other write, so also during prefill. Comments only: the official SDKs skip
-  them, and named ping events would confuse a strict client.
+  other write, so also during prefill. Comments only: every SSE parser skips
+  them. (Anthropic's real stream also sends named `ping` events; exercise 4
+  handles those.)
 
 Nothing here sleeps: `lessonkit.server` walks the writes and waits until each
 `at_ms` on a real clock; tests and notebooks read them at once.

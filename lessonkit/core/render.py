@@ -257,26 +257,44 @@ def flicker_frames(tokens: Iterable[str]) -> list[FlickerFrame]:
     return frames
 
 
-def describe_rewrites(frames: list[FlickerFrame], tail_chars: int = 26) -> list[str]:
-    """Return, for each frame where the naive screen was rewritten, the screens before and after.
+def describe_rewrites(frames: list[FlickerFrame], context_chars: int = 14) -> list[str]:
+    """Return a short report of every token at which the naive screen rewrote what it showed.
 
-    Each screen is shown as the last `tail_chars` characters of to_text (naive | stable).
+    For each such token: the token, then both screens (naive and stable) just before
+    it and just after it, from a little before the first character that changed to the
+    end (to_text's notation: <b>bold</b>, <i>italic</i>, <code>code</code>, [code block],
+    ⏎ for a newline). The last line counts the rewrites of each renderer.
     """
 
-    def tail(spans: list[Span]) -> str:
-        text = to_text(spans).replace("\n", "⏎")
-        return ("…" + text[-tail_chars:]) if len(text) > tail_chars else text
+    def shown(spans: list[Span]) -> str:
+        return to_text(spans).replace("\n", "⏎")
 
     lines = []
     for frame in frames:
-        if frame.naive_rewrote:
-            before = frames[frame.step - 2]
-            for shown in (before, frame):
-                lines.append(
-                    f"token {shown.step:2}  naive: {tail(shown.naive):{tail_chars + 1}}"
-                    f"  stable: {tail(shown.stable)}"
-                )
-            lines.append("")
+        if not frame.naive_rewrote:
+            continue
+        before = frames[frame.step - 2]
+        token = frame.text[len(before.text) :]
+        naive_before, naive_after = shown(before.naive), shown(frame.naive)
+        same = 0
+        while same < min(len(naive_before), len(naive_after)) and (
+            naive_before[same] == naive_after[same]
+        ):
+            same += 1
+        start = max(0, same - context_chars)
+        space = naive_before.rfind(" ", 0, start + 1)
+        start = space + 1 if start and space >= 0 else start  # begin at a word
+
+        def clip(text: str, start: int = start) -> str:
+            return ("…" if start else "") + text[start:]
+
+        lines.append(
+            f"token {frame.step} {token!r}: the naive screen changes what it already showed"
+        )
+        lines.append(f"  naive  before: {clip(naive_before)}")
+        lines.append(f"         after : {clip(naive_after)}")
+        lines.append(f"  stable before: {clip(shown(before.stable))}")
+        lines.append(f"         after : {clip(shown(frame.stable))}")
     naive = sum(f.naive_rewrote for f in frames)
     stable = sum(f.stable_rewrote for f in frames)
     lines.append(f"screen rewrites over {len(frames)} tokens: naive {naive}, stable {stable}")

@@ -10,8 +10,10 @@ The lesson modules are pure (state in, state out); views, widgets and plots draw
     lesson04       practice: the drop explorer, predict then run
     lesson05       the real world: checks that run only at the end, strict JSON
     views          HTML and text views, one colour palette (Okabe-Ito)
-    widgets        the explorers: controls bound to the lesson functions by bind()
-    plots          matplotlib figures with fixed sizes
+    svg            the explorers' live figures as inline SVG (fast enough for a slider)
+    widgets        the explorers: controls bound to the lesson functions by bind(), with twins
+    plots          matplotlib figures with fixed sizes (the notebooks' static figures)
+    measure        live timings on a real clock, warmed up first
     browser_demo   EventSource and fetch running in the learner's own page
     envcheck       the start notebook's set-up check
 """

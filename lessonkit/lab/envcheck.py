@@ -8,13 +8,29 @@ from __future__ import annotations
 import platform
 import sys
 from importlib import metadata
+from pathlib import Path
 
 PACKAGES = ["jupyterlab", "ipywidgets", "anywidget", "matplotlib", "starlette", "uvicorn", "httpx"]
 
 
+COURSE_VENV = Path(__file__).resolve().parents[2] / ".venv"
+
+
+def kernel_python(prefix: str | None = None, course_venv: Path = COURSE_VENV) -> str:
+    """Return where this kernel's Python comes from: "the course's .venv", or its full path.
+
+    Inside the course's own .venv no path is printed, so a stored output says nothing
+    about the machine that ran it; anywhere else the path is the useful part.
+    """
+    prefix = sys.prefix if prefix is None else prefix
+    if Path(prefix).resolve() == course_venv.resolve():
+        return "the course's .venv"
+    return f"not the course's .venv: {Path(prefix) / 'bin' / 'python'}"
+
+
 def report() -> str:
     """Return a short text table of the Python and package versions this kernel uses."""
-    lines = [f"{'python':<12} {platform.python_version()}  ({sys.executable})"]
+    lines = [f"{'python':<12} {platform.python_version()}  ({kernel_python()})"]
     for name in PACKAGES:
         try:
             version = metadata.version(name)
@@ -30,8 +46,13 @@ def slider_text(value: int) -> str:
 
 
 def widget_check():
-    """Return a slider whose label follows it, proving that widgets render and respond."""
+    """Return a slider whose label follows it, proving that widgets render and respond.
+
+    Before its cell runs, the page shows the box's twin: a line saying to run the cell.
+    """
     import ipywidgets as widgets
+
+    from lessonkit.lab.widgets import Twinned
 
     slider = widgets.IntSlider(value=0, min=0, max=10, description="drag me")
     label = widgets.Label(slider_text(slider.value))
@@ -41,6 +62,10 @@ def widget_check():
         label.value = slider_text(change["new"])
 
     slider.observe(on_change, names="value")
-    box = widgets.VBox([slider, label])
-    box.add_class("lk-envcheck")
-    return box
+    return Twinned(
+        [slider, label],
+        css_class="lk-envcheck",
+        headline="Run this cell: a slider appears, and the text under it follows it.",
+        what="If you still see only this box after running the cell, see Troubleshooting in"
+        " the README.",
+    )

@@ -6,6 +6,7 @@
     cancel_view, cancel_readouts,           stop early: tokens, time and money saved
       cancel_text
     idle_report, idle_text                  proxy idle timeouts and heartbeats
+    decode_speed, decode_speed_text         tokens per second and words a minute
     fit_timing                              a measured stream's prefill and per-token times
     line_ready_times                        render sooner: when each markdown line is safe
 
@@ -67,8 +68,10 @@ def decode_steps(
     """Return every pass of the decode loop for `prompt`, ending at <eos> or max_tokens.
 
     Token i exists at prefill_ms + (i + 1) * per_token_ms (the lesson's model).
-    When the model stops by itself, one more pass writes <eos>; the lesson's
-    simulation leaves that pass out, so its stream closes with the last token.
+    When the model stops by itself, one more pass writes <eos>. A real model spends
+    one more pass on it; the course's timing model (llm.token_times_ms, the lesson's
+    simulation) counts that pass as free, so <eos> is written at the last token's
+    time, and the finish reason, [DONE] and the blocking body all go out then too.
     """
     answer = llm.answer_for(prompt, max_tokens)
     prompt_tokens = tuple(llm.tokenize(prompt))
@@ -96,7 +99,7 @@ def decode_steps(
                 prompt=prompt_tokens,
                 generated=answer.tokens,
                 new_token=EOS,
-                at_ms=float(prefill_ms + (n + 1) * per_token_ms),
+                at_ms=float(times[-1]) if times else float(prefill_ms),
                 stop_reason="eos",
             )
         )
@@ -111,7 +114,7 @@ def decode_step_text(step: DecodeStep) -> str:
         f" -> writes {step.new_token!r:<10} at {step.at_ms:>5.0f} ms"
     )
     if step.stop_reason == "eos":
-        line += "  (end of sequence: the loop stops)"
+        line += "  (end of sequence, free in this model: the loop stops)"
     elif step.stop_reason == "length":
         line += "  (max_tokens reached: the loop stops)"
     return line
@@ -280,9 +283,12 @@ def cancel_readouts(view: CancelView) -> dict[str, str]:
         "seen": f"the user saw: {_tail(view.seen_text, 90)!r}",
         "generated": f"generated before the stop: {view.tokens_generated} of {view.n_tokens} tokens",
         "saved": f"never generated: {view.tokens_saved} tokens",
-        "time": f"GPU time saved: {view.generation_ms_saved / 1000:,.1f} s",
+        "time": (
+            f"generation time avoided: {view.generation_ms_saved / 1000:,.1f} s"
+            " (this answer's remaining decode time)"
+        ),
         "cost": (
-            f"per 1,000 answers at ${view.usd_per_million_tokens:g}/M tokens:"
+            f"per 1,000 answers at ${view.usd_per_million_tokens:g} per million output tokens:"
             f" ${spent:,.2f} spent, ${saved:,.2f} saved"
         ),
     }
@@ -346,6 +352,23 @@ def idle_text(label: str, report: IdleReport) -> str:
     return (
         f"{label:<28} longest silence {report.longest_silence_ms / 1000:6.1f} s,"
         f" {report.heartbeats:>2} heartbeats -> {verdict}"
+    )
+
+
+WORDS_PER_TOKEN = 0.75  # about 3/4 of an English word per token (OpenAI's rule of thumb)
+
+
+def decode_speed(per_token_ms: float) -> tuple[float, float]:
+    """Return (tokens per second, English words per minute) at one token every per_token_ms."""
+    tokens_per_second = 1000 / per_token_ms
+    return tokens_per_second, tokens_per_second * 60 * WORDS_PER_TOKEN
+
+
+def decode_speed_text(per_token_ms: float) -> str:
+    """Return "25 tokens per second, about 1,125 words a minute" for a per-token time."""
+    tokens_per_second, words_per_minute = decode_speed(per_token_ms)
+    return (
+        f"{tokens_per_second:.0f} tokens per second, about {words_per_minute:,.0f} words a minute"
     )
 
 

@@ -85,14 +85,15 @@ def wire_rows(
     dialect: str,
     prompt: str = llm.RUNNING_PROMPT,
     *,
-    include_usage: bool = True,
+    include_usage: bool = False,
     prefill_ms: float = 300,
     per_token_ms: float = 40,
 ) -> list[WireRow]:
     """Return every write of the streamed answer in `dialect`, decoded and applied to a screen.
 
-    include_usage applies to "openai" (stream_options.include_usage); the other
-    dialects report usage by themselves or not at all.
+    include_usage applies to "openai": it is the request's
+    stream_options.include_usage, off by default as in the API (then no usage chunk
+    and no "usage" field). The other dialects report usage by themselves or not at all.
     """
     options: dict = {"prefill_ms": prefill_ms, "per_token_ms": per_token_ms}
     if dialect == "openai":
@@ -154,9 +155,28 @@ def final_events(rows: Iterable[WireRow]) -> dict[str, object]:
     return info
 
 
-def side_by_side(prompt: str = llm.RUNNING_PROMPT, *, last: int = 4) -> dict[str, list[WireRow]]:
-    """Return the last `last` writes of the OpenAI and Anthropic streams, by dialect."""
-    return {dialect: wire_rows(dialect, prompt)[-last:] for dialect in ("openai", "anthropic")}
+def side_by_side(
+    prompt: str = llm.RUNNING_PROMPT, *, last: int = 4, include_usage: bool = True
+) -> dict[str, list[WireRow]]:
+    """Return the last `last` writes of the OpenAI and Anthropic streams, by dialect.
+
+    The OpenAI stream is requested with stream_options.include_usage (on by default
+    here), so its end carries token usage as Anthropic's always does.
+    """
+    return {
+        "openai": wire_rows("openai", prompt, include_usage=include_usage)[-last:],
+        "anthropic": wire_rows("anthropic", prompt)[-last:],
+    }
+
+
+def hide_port(text: str, base_url: str) -> str:
+    """Return `text` with the host:port of `base_url` written as 127.0.0.1:<port>.
+
+    The notebooks' servers get a free port each run; a stored output should not
+    carry it (it says nothing about the lesson and differs on every machine).
+    """
+    host = base_url.split("://", 1)[-1].split("/", 1)[0]
+    return text.replace(host, host.rsplit(":", 1)[0] + ":<port>")
 
 
 def side_by_side_text(streams: dict[str, list[WireRow]]) -> str:
@@ -225,7 +245,7 @@ def parse_stages(raw: bytes, dialect: str = "openai") -> list[tuple[str, str]]:
 
 def walkthrough_steps(prompt: str = llm.RUNNING_PROMPT) -> list[WalkStep]:
     """Return the five steps of one OpenAI-style streamed answer, from request to end marker."""
-    rows = wire_rows("openai", prompt, include_usage=False)
+    rows = wire_rows("openai", prompt)
     first = next(row for row in rows if row.delta)
     request = request_bytes(
         "/v1/chat/completions",

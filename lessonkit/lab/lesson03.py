@@ -132,23 +132,55 @@ class ArrivalStep:
     state: ReaderState
 
 
-def parse_cut_positions(text: str, n_bytes: int) -> tuple[int, ...]:
-    """Return the sorted, distinct cut offsets written in `text` (e.g. "18, 52") inside 1..n_bytes-1.
+@dataclass(frozen=True)
+class TypedCuts:
+    """Cut offsets read from what the learner typed, and a note per word that was not used."""
 
-    Anything that is not a whole number, and offsets outside the data, are left out.
+    positions: tuple[int, ...]
+    problems: tuple[str, ...]
+
+
+def read_cut_positions(text: str, n_bytes: int) -> TypedCuts:
+    """Return the sorted, distinct cut offsets in `text` (e.g. "19, 54") and why others were left out.
+
+    An offset k cuts after byte k, so it must be a whole number from 1 to n_bytes - 1:
+    0 or n_bytes would leave an empty piece, larger numbers are past the end.
     """
-    positions = set()
+    positions: set[int] = set()
+    problems: list[str] = []
     for word in text.replace(",", " ").split():
-        if word.strip().isdigit() and 0 < int(word) < n_bytes:
+        if not (word.isascii() and word.isdigit()):
+            problems.append(f"{word!r} is not a whole number")
+        elif int(word) == 0:
+            problems.append("0 would cut before the first byte")
+        elif int(word) >= n_bytes:
+            problems.append(f"{int(word)} is past the last cut (the wire has {n_bytes} bytes)")
+        else:
             positions.add(int(word))
-    return tuple(sorted(positions))
+    return TypedCuts(tuple(sorted(positions)), tuple(problems))
 
 
-def stepper_cuts(n_bytes: int, *, chunk_bytes: int, positions_text: str = "") -> tuple[int, ...]:
-    """Return the cut offsets for the stepper: the typed positions if any, else every chunk_bytes."""
-    typed = parse_cut_positions(positions_text, n_bytes)
-    if typed:
-        return typed
+def parse_cut_positions(text: str, n_bytes: int) -> tuple[int, ...]:
+    """Return the usable cut offsets in `text` inside 1..n_bytes-1 (see read_cut_positions)."""
+    return read_cut_positions(text, n_bytes).positions
+
+
+CUT_MODES = ("even chunks", "typed offsets")
+
+
+def stepper_cuts(
+    n_bytes: int, *, chunk_bytes: int, positions_text: str = "", mode: str | None = None
+) -> tuple[int, ...]:
+    """Return the stepper's cut offsets: every chunk_bytes, or the typed positions.
+
+    `mode` is one of CUT_MODES; without it, typed positions win when there are any.
+    """
+    if mode is None:
+        mode = CUT_MODES[1] if parse_cut_positions(positions_text, n_bytes) else CUT_MODES[0]
+    if mode not in CUT_MODES:
+        raise ValueError(f"mode must be one of {CUT_MODES}, got {mode!r}")
+    if mode == CUT_MODES[1]:
+        return parse_cut_positions(positions_text, n_bytes)
     if chunk_bytes <= 0:
         raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes!r}")
     return tuple(range(chunk_bytes, n_bytes, chunk_bytes))
@@ -184,18 +216,46 @@ def format_step(step: ArrivalStep, n_arrivals: int) -> str:
 
 
 def stepper_readouts(
-    wire: bytes, *, chunk_bytes: int, positions_text: str = "", step: int = 1
+    wire: bytes,
+    *,
+    chunk_bytes: int,
+    positions_text: str = "",
+    step: int = 1,
+    mode: str | None = None,
 ) -> dict[str, str]:
     """Return the arrival stepper's readouts (cuts, arrival, events, buffer, screen) for one step.
 
-    `step` is clamped to the number of arrivals, so a slider left past the end shows the last one.
+    `mode` picks the cutting: "even chunks" (chunk_bytes) or "typed offsets"
+    (positions_text); without it, typed offsets win when there are any. Typed words
+    that cannot be used are named in the "cuts" readout; with no usable offset the
+    wire arrives in one piece, and the readout says so. `step` is clamped to the
+    number of arrivals, so a slider left past the end shows the last one.
     """
-    cuts = stepper_cuts(len(wire), chunk_bytes=chunk_bytes, positions_text=positions_text)
+    if mode is None:
+        mode = CUT_MODES[1] if parse_cut_positions(positions_text, len(wire)) else CUT_MODES[0]
+    cuts = stepper_cuts(
+        len(wire), chunk_bytes=chunk_bytes, positions_text=positions_text, mode=mode
+    )
     steps = arrival_steps(wire, cuts)
     current = steps[max(1, min(step, len(steps))) - 1]
     events = [show_newlines(e) for e in current.events]
+    arrivals = f"{len(steps)} arrival{'s' if len(steps) != 1 else ''}"
+    if mode == CUT_MODES[0]:
+        cuts_text = (
+            f"even chunks of {chunk_bytes} bytes: cuts after bytes {list(cuts)} -> {arrivals}"
+        )
+    else:
+        typed = read_cut_positions(positions_text, len(wire))
+        if cuts:
+            cuts_text = f"typed offsets: cuts after bytes {list(cuts)} -> {arrivals}"
+        else:
+            cuts_text = f"typed offsets: none usable, so the wire arrives whole -> {arrivals}"
+        if typed.problems:
+            cuts_text += ". Left out: " + "; ".join(typed.problems)
+        if not cuts:
+            cuts_text += f". Type offsets from 1 to {len(wire) - 1}, e.g. 19, 54"
     return {
-        "cuts": f"cuts after bytes {list(cuts)} -> {len(steps)} arrivals",
+        "cuts": cuts_text,
         "arrival": f"arrival {current.number}/{len(steps)}: {show_newlines(current.chunk)!r}",
         "events": f"events completed: {events}" if events else "events completed: none yet",
         "buffer": f"buffer: {show_newlines(current.state.buffer)!r}",

@@ -2,6 +2,7 @@
 
     late_check, find_phone_number   a policy check that can only judge the whole answer
     json_prefix_parses              why a strict-JSON consumer cannot parse a prefix
+    ws_frame_header_bytes           what a WebSocket frame costs beyond its payload
 
 The flicker demo's markdown renderer is lessonkit.core.render.
 """
@@ -73,3 +74,15 @@ def json_prefix_parses(pieces: Iterable[str]) -> list[bool]:
         else:
             results.append(True)
     return results
+
+
+def ws_frame_header_bytes(payload_bytes: int, *, masked: bool = False) -> int:
+    """Return a WebSocket frame's header size for a payload (RFC 6455 §5.2).
+
+    2 bytes for payloads up to 125 bytes, 4 up to 65,535, else 10; a client's frames
+    are masked and carry 4 more bytes (the masking key, §5.3).
+    """
+    if payload_bytes < 0:
+        raise ValueError(f"payload_bytes must be 0 or more, got {payload_bytes!r}")
+    size = 2 if payload_bytes <= 125 else 4 if payload_bytes <= 0xFFFF else 10
+    return size + (4 if masked else 0)

@@ -1,8 +1,8 @@
 """Matplotlib figures for the notebooks: fixed sizes, Okabe-Ito colours, labelled axes.
 
-Every function returns a Figure and never calls plt.show(). One class,
-TimelinePlot, renders PNG frames for the timeline explorer's Play button: the
-figure is drawn once and only the "now" marker moves between frames.
+Every function returns a Figure and never calls plt.show(). These are the static
+figures stored in the notebooks; the explorers draw live SVG instead
+(lessonkit.lab.svg), which is fast enough to follow a slider.
 """
 
 from __future__ import annotations
@@ -148,12 +148,16 @@ def plot_timeline(view) -> Figure:
     # blocking (row 0): a spinner until everything arrives at once
     ax.barh(0, timings.total_ms - latency - prefill, left=latency + prefill, height=0.5,
             color=C["sky"], hatch="//", edgecolor="white")  # fmt: skip
-    ax.axvline(timings.streaming_first_ms, color=C["blue"], linestyle="--", linewidth=1.2)
-    ax.axvline(timings.total_ms, color=C["vermillion"], linestyle="--", linewidth=1.2)
+    # The dashed lines stop short of their labels (TTFT above, total below): no line
+    # crosses a label, however close the two times are.
+    ax.vlines(timings.streaming_first_ms, -0.35, 1.32, color=C["blue"], linestyle="--",
+              linewidth=1.2)  # fmt: skip
+    ax.vlines(timings.total_ms, -0.35, 1.32, color=C["vermillion"], linestyle="--",
+              linewidth=1.2)  # fmt: skip
     ax.axvline(view.t_ms, color=C["black"], linewidth=1.5, gid=T_MARKER_GID)
-    ax.text(timings.streaming_first_ms, 1.45, f" TTFT {timings.streaming_first_ms:,.0f} ms",
-            color=C["blue"], va="center", fontsize=9)  # fmt: skip
-    ax.text(timings.total_ms, -0.5, f"total {timings.total_ms:,.0f} ms ",
+    ax.text(timings.streaming_first_ms, 1.5, f"TTFT {timings.streaming_first_ms:,.0f} ms",
+            color=C["blue"], va="center", ha="left", fontsize=9)  # fmt: skip
+    ax.text(timings.total_ms, -0.58, f"total {timings.total_ms:,.0f} ms",
             color=C["vermillion"], va="center", ha="right", fontsize=9)  # fmt: skip
     ax.set_yticks([0, 1], ["blocking", "streaming"])
     ax.set_ylim(-0.75, 1.7)
@@ -172,43 +176,6 @@ def plot_timeline(view) -> Figure:
         handles.insert(0, Patch(color=C["grey"], label="network latency"))
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     return fig
-
-
-class TimelinePlot:
-    """PNG frames of plot_timeline for one set of speeds; moving t redraws only the marker.
-
-    A full draw and PNG encode of the timeline takes about 100 ms, longer than a
-    Play tick. Here the figure is drawn once (without the marker, whose time the
-    explorer's t readout shows instead of the axis label), its pixels are kept,
-    and each frame pastes them back, draws the one marker line and encodes the
-    PNG: about a tenth of the cost. Cost goal: png_at well under a 100 ms tick.
-    """
-
-    def __init__(self, view, *, dpi: int = 80) -> None:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        self.figure = plot_timeline(view)
-        self.figure.set_dpi(dpi)
-        self._ax = self.figure.axes[0]
-        self._ax.set_xlabel("time since the request was sent (ms)")
-        self._marker = next(line for line in self._ax.lines if line.get_gid() == T_MARKER_GID)
-        self._marker.set_animated(True)  # left out of the full draw below
-        self._canvas = FigureCanvasAgg(self.figure)
-        self._canvas.draw()
-        self.figure.set_layout_engine("none")  # keep the layout of that one draw
-        self._background = self._canvas.copy_from_bbox(self.figure.bbox)
-
-    def png_at(self, t_ms: float) -> bytes:
-        """Return the PNG bytes of the figure with the "now" marker at t_ms."""
-        import numpy as np
-        from PIL import Image
-
-        self._canvas.restore_region(self._background)
-        self._marker.set_xdata([t_ms, t_ms])
-        self._ax.draw_artist(self._marker)
-        buffer = io.BytesIO()
-        Image.fromarray(np.asarray(self._canvas.buffer_rgba())).save(buffer, format="png")
-        return buffer.getvalue()
 
 
 def plot_cancel(view) -> Figure:

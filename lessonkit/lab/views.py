@@ -98,10 +98,12 @@ def timeline_panes_html(view: TimelineView) -> str:
     )
 
 
-def highlight_sse_html(raw: bytes, *, mark: bool = False) -> str:
+def highlight_sse_html(raw: bytes, *, mark: bool = False, wrap: bool = True) -> str:
     """Return SSE bytes as HTML: each field name coloured, newlines drawn as ⏎, blank lines shown.
 
     `mark` gives the block a pale yellow background (the event being inspected).
+    `wrap=False` keeps every line on one line (short examples in a table): a wire line
+    is never broken inside a token such as "Your" or "message_stop".
     """
     text = raw.decode("utf-8", errors="replace")
     out = []
@@ -124,23 +126,45 @@ def highlight_sse_html(raw: bytes, *, mark: bool = False) -> str:
                 f"{_esc(value)}"
             )
         out.append(end + "\n")
-    style = "margin:0;white-space:pre-wrap;word-break:break-all;font-size:85%"
+    if wrap:
+        style = "margin:0;white-space:pre-wrap;word-break:break-all;font-size:85%"
+    else:
+        style = "margin:0;white-space:pre;font-size:85%"
     if mark:
         style += ";background:#fff3b0"
     return f'<pre class="lk-wire" style="{style}">{"".join(out)}</pre>'
 
 
 def field_rows_html(rows: Iterable[FieldRow]) -> str:
-    """Return the field table as HTML with the wire bytes highlighted."""
+    """Return the field table as HTML with the wire bytes highlighted.
+
+    The wire and decoded columns never wrap inside a token: each wire line stays on one
+    line and the decoded event wraps only between its fields; a narrow page scrolls
+    the table sideways instead.
+    """
+    cell = 'style="vertical-align:top;text-align:left"'
     body = "".join(
-        f"<tr><td><code>{_esc(row.field)}</code></td><td>{_esc(row.meaning)}</td>"
-        f"<td>{highlight_sse_html(row.wire)}</td>"
-        f"<td><code>{_esc(', '.join(event_text(e) for e in row.events) or '(ignored)')}"
-        "</code></td></tr>"
+        f"<tr><td {cell}><code>{_esc(row.field)}</code></td><td {cell}>{_esc(row.meaning)}</td>"
+        f"<td {cell}>{highlight_sse_html(row.wire, wrap=False)}</td>"
+        f"<td {cell}>{_decoded_html(row.events)}</td></tr>"
         for row in rows
     )
     head = "<tr><th>field</th><th>what it does</th><th>on the wire</th><th>decoded</th></tr>"
-    return f'<table class="lk-field-table">{head}{body}</table>'
+    return f'<div style="overflow-x:auto"><table class="lk-field-table">{head}{body}</table></div>'
+
+
+def _decoded_html(events: Iterable[sse.Event]) -> str:
+    """Return decoded events, one per line, each field kept whole (no break inside a value)."""
+    lines = []
+    for event in events:
+        fields = [f"event={event.event!r}", f"data={event.data!r}"]
+        if event.id:
+            fields.append(f"id={event.id!r}")
+        if event.retry is not None:
+            fields.append(f"retry={event.retry}")
+        kept = ", ".join(f'<span style="white-space:pre">{_esc(f)}</span>' for f in fields)
+        lines.append(f"<code>Event({kept})</code>")
+    return "<br>".join(lines) or "<code>(ignored)</code>"
 
 
 def inspector_html(rows: list[WireRow], upto: int) -> str:
@@ -167,15 +191,54 @@ def side_by_side_html(streams: Mapping[str, Sequence[WireRow]]) -> str:
     )
 
 
+def line_end_badge(ending: str) -> str:
+    """Return a labelled badge for a line end: "CR LF" (HTTP's) or "LF" (an SSE line's)."""
+    label = "CR LF" if ending == "\r\n" else "LF"
+    return (
+        '<span class="lk-line-end" style="display:inline-block;font-family:sans-serif;'
+        "font-size:11px;line-height:13px;color:#555;border:1px solid #999;border-radius:3px;"
+        f'padding:0 3px;margin-left:3px">{label}</span>'
+    )
+
+
 def walk_step_html(step: WalkStep) -> str:
-    """Return one step of the walkthrough as HTML: title, bytes, explanation, screen."""
-    wire = _esc(step.wire.decode("utf-8", errors="replace").replace("\r\n", "␍␊\n"))
+    """Return one step of the walkthrough as HTML: title, bytes, explanation, screen.
+
+    Each line end is drawn as a readable badge, "CR LF" for HTTP's and "LF" for an SSE
+    line's, followed by a real line break: a blank line shows as a badge on its own.
+    """
+    text = step.wire.decode("utf-8", errors="replace")
+    pieces = re.split(r"(\r\n|\n)", text)
+    wire = "".join(
+        line_end_badge(piece) + "\n" if piece in ("\r\n", "\n") else _esc(piece) for piece in pieces
+    )
     return (
         f'<div class="lk-walk-step"><b>Step {step.number} of 5: {_esc(step.title)}</b>'
         f" <i>({_esc(step.actor)})</i>"
         f'<pre style="white-space:pre-wrap;word-break:break-all;font-size:85%">{wire}</pre>'
         f'<pre style="white-space:pre-wrap;color:#333">{_esc(step.explain)}</pre>'
         f"<div>screen: <code>{_esc(step.screen) or '(nothing yet)'}</code></div></div>"
+    )
+
+
+def twin_html(headline: str, what: str, text: str = "") -> str:
+    """Return what a page shows in place of a widget before its cell runs (see widgets.Twinned).
+
+    A calm box: the headline ("Run this cell to open the timeline explorer."), what the
+    widget will let you do, and (optionally) the same state as text, for a reader
+    without a kernel.
+    """
+    note = f'<div style="color:#555">{_esc(what)}</div>' if what else ""
+    shown = (
+        '<pre style="margin:6px 0 0 0;white-space:pre-wrap;font-size:85%;color:#333">'
+        f"{_esc(text)}</pre>"
+        if text
+        else ""
+    )
+    return (
+        '<div class="lk-twin" style="border:1px dashed #999;border-radius:6px;padding:6px 10px;'
+        'background:#f7f7f7;font-family:sans-serif">'
+        f"<b>▶ {_esc(headline)}</b>{note}{shown}</div>"
     )
 
 

@@ -13,39 +13,63 @@ widget such as a slider's ``max``. An output whose value did not change is not
 written, so a slider tick redraws only what moved. The state functions live in
 the lesson modules (lessonkit.lab.lesson01 ... lesson05); tests call them headless.
 
-Each explorer is an ``Explorer`` box: where no widget can run (a notebook
-opened before its cells ran, nbconvert, a PDF) it shows its text twin instead
-of the raw widget repr.
+Each explorer is an ``Explorer`` box (a ``Twinned`` widget): where no widget can run
+(a notebook opened before its cells ran, nbconvert, a PDF) the page shows its twin, a
+"Run this cell to open ..." box with the same state as text, instead of a raw widget repr.
+Live figures are inline SVG (lessonkit.lab.svg): a slider tick redraws in well under a
+millisecond in the kernel, so the page can follow it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
+import io
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import ipywidgets as widgets
 
 from lessonkit.core import llm, practice, render, timeline
-from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, plots, views
+from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, svg, views
 
 # An output is a widget (its value is set) or a (widget, trait name) pair.
 Output = widgets.Widget | tuple[widgets.Widget, str]
 
 
-class Explorer(widgets.VBox):
-    """The box around one explorer; its plain-text form says what it is and how to open it."""
+class Twinned(widgets.VBox):
+    """A box of widgets with a twin: what a page without a running kernel shows instead.
 
-    def __init__(self, children: Iterable[widgets.Widget], *, css_class: str, title: str) -> None:
+    The twin is a headline ("Run this cell to open the timeline explorer."), a line
+    saying what the widget lets you do, and optionally the widget's starting state as
+    text. It is the box's text/plain and text/html: JupyterLab shows it for a notebook
+    that has not run (its stored widget views are not trusted), nbval compares it, and
+    nbconvert or a PDF print it.
+    """
+
+    def __init__(
+        self,
+        children: Iterable[widgets.Widget],
+        *,
+        css_class: str,
+        headline: str,
+        what: str = "",
+        text: str = "",
+    ) -> None:
         super().__init__(list(children))
         self.add_class(css_class)
-        self.title = title
+        self.headline, self.what, self.twin_state = headline, what, text
 
     @property
     def text_twin(self) -> str:
-        """Return what a page without a running kernel shows in place of the explorer."""
-        return f"[{self.title}: run this cell to open it]"
+        """Return what a page without a running kernel shows in place of the widget (text)."""
+        lines = [f"▶ {self.headline}"]
+        if self.what:
+            lines.append(f"  {self.what}")
+        if self.twin_state:
+            lines += ["", self.twin_state]
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return self.text_twin
@@ -53,7 +77,30 @@ class Explorer(widgets.VBox):
     def _repr_mimebundle_(self, **kwargs: Any) -> dict:
         bundle = super()._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = self.text_twin  # ipywidgets would cut the repr at 110 characters
+        bundle["text/html"] = views.twin_html(self.headline, self.what, self.twin_state)
         return bundle
+
+
+class Explorer(Twinned):
+    """The box around one explorer: its twin says "Run this cell to open the <title>."."""
+
+    def __init__(
+        self,
+        children: Iterable[widgets.Widget],
+        *,
+        css_class: str,
+        title: str,
+        what: str = "",
+        text: str = "",
+    ) -> None:
+        super().__init__(
+            children,
+            css_class=css_class,
+            headline=f"Run this cell to open the {title}.",
+            what=what,
+            text=text,
+        )
+        self.title = title
 
 
 def bind(
@@ -123,10 +170,11 @@ def _readouts(prefix: str, names: Iterable[str]) -> dict[str, widgets.HTML]:
     return {name: _readout(f"{prefix}-{name.replace('_', '-')}") for name in names}
 
 
-def _image(css_class: str) -> widgets.Image:
-    image = widgets.Image(format="png")
-    image.add_class(css_class)
-    return image
+def _figure(css_class: str) -> widgets.HTML:
+    """Return an empty HTML widget for a live SVG figure (lessonkit.lab.svg)."""
+    figure = widgets.HTML()
+    figure.add_class(css_class)
+    return figure
 
 
 def _styled(control: widgets.Widget, css_class: str) -> widgets.Widget:
@@ -173,7 +221,13 @@ def decode_loop_player(
         lambda index: {"view": views.Html(views.decode_step_html(steps[index]))},
         {"view": view},
     )
-    return Explorer([_played(step, 800), view], css_class="lk-decode-explorer", title="decode loop")
+    return Explorer(
+        [_played(step, 800), view],
+        css_class="lk-decode-explorer",
+        title="decode loop",
+        what="Press ▶ or drag 'pass': each pass reads the prompt and the tokens so far and"
+        " writes one token.",
+    )
 
 
 def _round_step(step: int) -> int:
@@ -192,18 +246,6 @@ def _round_step(step: int) -> int:
     return best
 
 
-@functools.lru_cache(maxsize=8)
-def _timeline_figure(**speeds: float) -> plots.TimelinePlot:
-    """Return the drawn timeline for one set of speeds; moving t only moves its marker."""
-    return plots.TimelinePlot(lesson01.timeline_view(0, **speeds))
-
-
-@functools.lru_cache(maxsize=64)
-def _timeline_png(t_ms: float, **speeds: float) -> bytes:
-    """Return the timeline's PNG with the "now" marker at t_ms (Play revisits the same frames)."""
-    return _timeline_figure(**speeds).png_at(t_ms)
-
-
 def timeline_readouts(t_ms: int, **speeds: float) -> dict[str, Any]:
     """Return everything the timeline explorer shows for these slider values."""
     t_max = int(lesson01.timeline_t_max_ms(**speeds))
@@ -211,7 +253,7 @@ def timeline_readouts(t_ms: int, **speeds: float) -> dict[str, Any]:
     return {
         **lesson01.timeline_readouts(view),
         "screens": views.Html(views.timeline_panes_html(view)),
-        "plot": _timeline_png(view.t_ms, **speeds),
+        "plot": svg.timeline_svg(view),
         "t_max": t_max,
         "t_step": _round_step(t_max // 100),
     }
@@ -228,8 +270,8 @@ def timeline_explorer(
     """Return the timeline explorer: four sliders, Play for time t, two screens, a plot, readouts.
 
     CSS: lk-timeline-explorer; sliders lk-prefill-ms, lk-per-token-ms, lk-n-tokens,
-    lk-latency-ms, lk-t-ms; panes lk-timeline-screens; plot lk-timeline-plot; readouts
-    lk-timeline-t, -ttft, -blocking, -total, -visible (lesson01.timeline_readouts).
+    lk-latency-ms, lk-t-ms; panes lk-timeline-screens; plot lk-timeline-plot (SVG);
+    readouts lk-timeline-t, -ttft, -blocking, -total, -visible (lesson01.timeline_readouts).
     """
     controls = {
         "prefill_ms": widgets.IntSlider(prefill_ms, 0, 3000, 10, description="prefill ms"),
@@ -239,10 +281,9 @@ def timeline_explorer(
     }
     for name, slider in controls.items():
         _styled(slider, "lk-" + name.replace("_", "-"))
-    t = widgets.IntSlider(t_ms, 0, 10**9, 1, description="t (ms)")
-    t.add_class("lk-t-ms")
+    t = _styled(widgets.IntSlider(t_ms, 0, 10**9, 1, description="t (ms)"), "lk-t-ms")
     readouts = _readouts("lk-timeline", ("t", "ttft", "blocking", "total", "visible"))
-    screens, plot = _readout("lk-timeline-screens"), _image("lk-timeline-plot")
+    screens, plot = _readout("lk-timeline-screens"), _figure("lk-timeline-plot")
     outputs = {**readouts, "screens": screens, "plot": plot, "t_max": (t, "max")}
     outputs["t_step"] = (t, "step")
     bind({**controls, "t_ms": t}, timeline_readouts, outputs)
@@ -255,7 +296,16 @@ def timeline_explorer(
         widgets.HBox([readouts["t"], readouts["visible"]]),
         plot,
     ]
-    return Explorer(rows, css_class="lk-timeline-explorer", title="timeline explorer")
+    speeds = {"prefill_ms": prefill_ms, "per_token_ms": per_token_ms, "n_tokens": n_tokens}
+    start = lesson01.timeline_view(t_ms, latency_ms=latency_ms, **speeds)
+    return Explorer(
+        rows,
+        css_class="lk-timeline-explorer",
+        title="timeline explorer",
+        what="Sliders for prefill, time per token, number of tokens and network round trip;"
+        " ▶ runs the clock t. Below, as text, the frame it opens on:",
+        text=lesson01.timeline_text(start),
+    )
 
 
 def cancel_explorer(
@@ -264,23 +314,23 @@ def cancel_explorer(
     """Return the stop-early explorer: a cancel-time slider and what stopping there saves.
 
     CSS: lk-cancel-explorer; slider lk-cancel-at-ms; price lk-cancel-price; plot
-    lk-cancel-plot; readouts lk-cancel-generated, -saved, -time, -cost, -seen.
+    lk-cancel-plot (SVG); readouts lk-cancel-generated, -saved, -time, -cost, -seen.
     """
     total = int(timeline.response_times(prefill_ms, per_token_ms, n_tokens).total_ms)
     at = _styled(
         widgets.IntSlider(cancel_at_ms, 0, total, 50, description="stop at ms"), "lk-cancel-at-ms"
     )
-    price = widgets.BoundedFloatText(10.0, min=0, max=1000, description="$ / M tokens")
+    price = widgets.BoundedFloatText(10.0, min=0, max=1000, description="$ per M output tokens")
     _styled(price, "lk-cancel-price")
     readouts = _readouts("lk-cancel", ("seen", "generated", "saved", "time", "cost"))
-    plot = _image("lk-cancel-plot")
+    plot = _figure("lk-cancel-plot")
     options = {"n_tokens": n_tokens, "prefill_ms": prefill_ms, "per_token_ms": per_token_ms}
 
     def shown(cancel_at_ms: int, usd_per_million_tokens: float) -> dict[str, Any]:
         view = lesson01.cancel_view(
             cancel_at_ms, usd_per_million_tokens=usd_per_million_tokens, **options
         )
-        return {**lesson01.cancel_readouts(view), "plot": plots.png(plots.plot_cancel(view))}
+        return {**lesson01.cancel_readouts(view), "plot": svg.cancel_svg(view)}
 
     bind(
         {"cancel_at_ms": at, "usd_per_million_tokens": price},
@@ -288,7 +338,14 @@ def cancel_explorer(
         {**readouts, "plot": plot},
     )
     children = [widgets.HBox([at, price]), *readouts.values(), plot]
-    return Explorer(children, css_class="lk-cancel-explorer", title="stop-early explorer")
+    return Explorer(
+        children,
+        css_class="lk-cancel-explorer",
+        title="stop-early explorer",
+        what="Slide the moment the user presses Stop, or change the price: what stopping there"
+        " saves. As text, where it opens:",
+        text=lesson01.cancel_text(lesson01.cancel_view(cancel_at_ms, **options)),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -305,8 +362,7 @@ def wire_inspector(dialect: str = "openai", index: int = 1) -> Explorer:
     """
     choice = widgets.ToggleButtons(options=["lesson", "openai", "anthropic"], value=dialect)
     choice.add_class("lk-dialect")
-    write = widgets.IntSlider(index, 0, 100, description="write")
-    write.add_class("lk-wire-write")
+    write = _styled(widgets.IntSlider(index, 0, 100, description="write"), "lk-wire-write")
     view = _readout("lk-wire-view")
     meaning, screen = _readout("lk-wire-meaning"), _readout("lk-wire-screen")
     rows_of = functools.lru_cache(maxsize=4)(lesson02.wire_rows)
@@ -327,7 +383,14 @@ def wire_inspector(dialect: str = "openai", index: int = 1) -> Explorer:
         {"last": (write, "max"), "view": view, "meaning": meaning, "screen": screen},
     )
     children = [choice, _played(write, 700), meaning, screen, view]
-    return Explorer(children, css_class="lk-wire-inspector", title="wire inspector")
+    return Explorer(
+        children,
+        css_class="lk-wire-inspector",
+        title="wire inspector",
+        what="Pick a dialect (lesson, openai, anthropic) and step through its writes: the bytes,"
+        f" what each write means, the screen after it. As text, the {dialect} stream:",
+        text=lesson02.wire_rows_text(rows_of(dialect), max_bytes=72),
+    )
 
 
 def walkthrough_stepper(number: int = 1) -> Explorer:
@@ -337,8 +400,7 @@ def walkthrough_stepper(number: int = 1) -> Explorer:
     slider lk-walk-step; readouts lk-walk-view (title, bytes, explanation), lk-walk-screen.
     """
     steps = lesson02.walkthrough_steps()
-    step = widgets.IntSlider(number, 1, len(steps), description="step")
-    step.add_class("lk-walk-step")
+    step = _styled(widgets.IntSlider(number, 1, len(steps), description="step"), "lk-walk-step")
     back, forward = widgets.Button(description="◀ back"), widgets.Button(description="next ▶")
     back.add_class("lk-walk-back")
     forward.add_class("lk-walk-next")
@@ -359,7 +421,14 @@ def walkthrough_stepper(number: int = 1) -> Explorer:
     outputs["last"] = (forward, "disabled")
     bind({"number": step}, shown, outputs)
     children = [widgets.HBox([back, step, forward]), view, screen]
-    return Explorer(children, css_class="lk-walkthrough", title="five-step walkthrough")
+    return Explorer(
+        children,
+        css_class="lk-walkthrough",
+        title="five-step walkthrough",
+        what="◀ back and next ▶ walk from the request to the end marker: the bytes of each step"
+        " and the screen after it. As text, all five steps:",
+        text="\n\n".join(lesson02.walk_step_text(s) for s in steps),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -369,102 +438,233 @@ def walkthrough_stepper(number: int = 1) -> Explorer:
 def arrival_stepper(
     wire: bytes | None = None, *, positions_text: str | None = None, chunk_bytes: int = 16
 ) -> Explorer:
-    """Return the arrival stepper: cut the wire (chunk size or typed offsets), step through arrivals.
+    """Return the arrival stepper: cut the wire (even chunks or typed offsets), step through arrivals.
 
-    Readouts (CSS classes): lk-stepper-cuts, lk-stepper-arrival, lk-stepper-events,
-    lk-stepper-buffer, lk-stepper-screen; state from lesson03.stepper_readouts.
+    One cutting mode at a time (ToggleButtons lk-cut-mode): "even chunks" shows the
+    chunk-size slider (lk-chunk-size), "typed offsets" the offsets box (lk-cut-positions);
+    the other control is hidden. Offsets that cannot be used are named in the cuts
+    readout. Readouts (CSS classes): lk-stepper-cuts, lk-stepper-arrival,
+    lk-stepper-events, lk-stepper-buffer, lk-stepper-screen; state from
+    lesson03.stepper_readouts.
     """
     if wire is None:
         wire, cuts = lesson03.worked_example()
         positions_text = ", ".join(map(str, cuts)) if positions_text is None else positions_text
-    size = widgets.IntSlider(chunk_bytes, 1, len(wire), description="chunk bytes")
-    size.add_class("lk-chunk-size")
-    positions = widgets.Text(
-        positions_text or "", description="cut after", placeholder="e.g. 19, 54"
+    positions_text = positions_text or ""
+    start_mode = lesson03.CUT_MODES[1] if positions_text.strip() else lesson03.CUT_MODES[0]
+    mode = widgets.ToggleButtons(options=list(lesson03.CUT_MODES), value=start_mode)
+    mode.add_class("lk-cut-mode")
+    size = _styled(
+        widgets.IntSlider(chunk_bytes, 1, len(wire), description="chunk bytes"), "lk-chunk-size"
     )
-    positions.add_class("lk-cut-positions")
-    step = widgets.IntSlider(1, 1, len(wire), description="arrival")
-    step.add_class("lk-arrival-step")
+    positions = _styled(
+        widgets.Text(positions_text, description="cut after bytes", placeholder="e.g. 19, 54"),
+        "lk-cut-positions",
+    )
+    step = _styled(widgets.IntSlider(1, 1, len(wire), description="arrival"), "lk-arrival-step")
     readouts = _readouts("lk-stepper", ("cuts", "arrival", "events", "buffer", "screen"))
 
-    def shown(chunk_bytes: int, positions_text: str, step: int) -> dict[str, Any]:
+    def shown(mode: str, chunk_bytes: int, positions_text: str, step: int) -> dict[str, Any]:
         values = lesson03.stepper_readouts(
-            wire, chunk_bytes=chunk_bytes, positions_text=positions_text, step=step
+            wire, chunk_bytes=chunk_bytes, positions_text=positions_text, step=step, mode=mode
         )
-        return {**values, "arrivals": int(values["arrivals"])}
+        typed = mode == lesson03.CUT_MODES[1]
+        return {
+            **values,
+            "arrivals": int(values["arrivals"]),
+            "size_display": "none" if typed else "",
+            "positions_display": "" if typed else "none",
+        }
 
     bind(
-        {"chunk_bytes": size, "positions_text": positions, "step": step},
+        {"mode": mode, "chunk_bytes": size, "positions_text": positions, "step": step},
         shown,
-        {**readouts, "arrivals": (step, "max")},
+        {
+            **readouts,
+            "arrivals": (step, "max"),
+            "size_display": (size.layout, "display"),
+            "positions_display": (positions.layout, "display"),
+        },
     )
-    children = [size, positions, step, *readouts.values()]
-    return Explorer(children, css_class="lk-arrival-stepper", title="arrival stepper")
+    start = lesson03.stepper_readouts(
+        wire, chunk_bytes=chunk_bytes, positions_text=positions_text, mode=start_mode
+    )
+    return Explorer(
+        [mode, size, positions, step, *readouts.values()],
+        css_class="lk-arrival-stepper",
+        title="arrival stepper",
+        what="Cut the bytes into even chunks or after offsets you type, then step through the"
+        " arrivals: the events each completes, the buffer and the screen. As text, arrival 1:",
+        text="\n".join(start[k] for k in ("cuts", "arrival", "events", "buffer", "screen")),
+    )
 
 
 def utf8_explorer(text: str = "café 🙂", cut_at_byte: int = 4) -> Explorer:
     """Return the UTF-8 explorer: cut a text's bytes anywhere and compare three ways to decode.
 
-    Readouts: lk-utf8-bytes, lk-utf8-cut, lk-utf8-per-chunk, lk-utf8-replace,
-    lk-utf8-incremental; state from lesson03.utf8_readouts.
+    The cut slider is lk-utf8-cut-at. Typing a new text keeps the cut where it was (moved back only as far as the new
+    text's end, and forward again when the text grows). Readouts: lk-utf8-bytes,
+    lk-utf8-cut, lk-utf8-per-chunk, lk-utf8-replace, lk-utf8-incremental; state from
+    lesson03.utf8_readouts.
     """
-    source = widgets.Text(text, description="text")
-    source.add_class("lk-utf8-text")
-    cut = widgets.IntSlider(cut_at_byte, 0, len(text.encode()), description="cut after byte")
-    cut.add_class("lk-utf8-cut")
-    names = ("bytes", "cut", "per_chunk", "replace", "incremental")
-    readouts = _readouts("lk-utf8", names)
+    source = _styled(widgets.Text(text, description="text"), "lk-utf8-text")
+    cut = _styled(
+        widgets.IntSlider(cut_at_byte, 0, len(text.encode()), description="cut after byte"),
+        "lk-utf8-cut-at",
+    )
+    readouts = _readouts("lk-utf8", ("bytes", "cut", "per_chunk", "replace", "incremental"))
+    wanted = {"cut": cut_at_byte, "fitting": False}
 
-    def shown(text: str, cut_at_byte: int) -> dict[str, Any]:
-        n_bytes = len(text.encode())
-        return {"n_bytes": n_bytes, **lesson03.utf8_readouts(text, min(cut_at_byte, n_bytes))}
+    def remember(change: dict) -> None:  # a move by the learner, not our own clamping
+        if not wanted["fitting"]:
+            wanted["cut"] = change["new"]
 
-    bind({"text": source, "cut_at_byte": cut}, shown, {**readouts, "n_bytes": (cut, "max")})
+    def fit(change: dict) -> None:  # a new text: the same cut, within its bytes
+        n_bytes = len(change["new"].encode())
+        wanted["fitting"] = True
+        try:
+            if n_bytes > cut.max:
+                cut.max = n_bytes
+            cut.value = min(wanted["cut"], n_bytes)
+            cut.max = n_bytes
+        finally:
+            wanted["fitting"] = False
+
+    cut.observe(remember, names="value")
+    source.observe(fit, names="value")
+    bind(
+        {"text": source, "cut_at_byte": cut},
+        lambda text, cut_at_byte: lesson03.utf8_readouts(
+            text, min(cut_at_byte, len(text.encode()))
+        ),
+        readouts,
+    )
     return Explorer(
-        [source, cut, *readouts.values()], css_class="lk-utf8-explorer", title="UTF-8 explorer"
+        [source, cut, *readouts.values()],
+        css_class="lk-utf8-explorer",
+        title="UTF-8 explorer",
+        what="Type a text and slide the cut across its bytes: the two pieces decoded on their own,"
+        " with errors='replace', and by an incremental decoder. As text, where it opens:",
+        text=lesson03.format_utf8_frame(lesson03.utf8_frame(text, cut_at_byte)),
     )
 
 
 def drop_explorer(wire: bytes | None = None, n_bytes: int = 70) -> Explorer:
-    """Return the drop explorer: a drop-position slider, what is on screen, and the staircase plot.
+    """Return the drop explorer: a drop-position slider, what is on screen, and the staircase.
 
     Readouts: lk-drop-position-readout, lk-drop-screen, lk-drop-complete, lk-drop-held;
-    the plot is an image with class lk-drop-plot. State from lesson04.drop_readouts.
+    the staircase is an SVG in lk-drop-plot. State from lesson04.drop_readouts.
     """
     wire = practice.practice_wire() if wire is None else wire
     lengths = lesson04.drop_staircase(wire)
-    position = widgets.IntSlider(n_bytes, 0, len(wire), description="drop after")
-    position.add_class("lk-drop-position")
+    position = _styled(
+        widgets.IntSlider(n_bytes, 0, len(wire), description="drop after"), "lk-drop-position"
+    )
     readouts = {
         "position": _readout("lk-drop-position-readout"),
         **_readouts("lk-drop", ("screen", "complete", "held")),
     }
-    plot = _image("lk-drop-plot")
+    plot = _figure("lk-drop-plot")
 
     def shown(n_bytes: int) -> dict[str, Any]:
-        figure = plots.plot_drop_staircase(lengths, mark_bytes=n_bytes)
-        return {**lesson04.drop_readouts(wire, n_bytes), "plot": plots.png(figure)}
+        return {**lesson04.drop_readouts(wire, n_bytes), "plot": svg.drop_svg(lengths, n_bytes)}
 
     bind({"n_bytes": position}, shown, {**readouts, "plot": plot})
-    children = [position, *readouts.values(), plot]
-    return Explorer(children, css_class="lk-drop-explorer", title="drop explorer")
+    return Explorer(
+        [position, *readouts.values(), plot],
+        css_class="lk-drop-explorer",
+        title="drop explorer",
+        what="Slide the byte after which the connection dies: what the user keeps, whether it is"
+        " complete, and what arrived but is held back. As text, where it opens:",
+        text=lesson04.format_drop_frame(lesson04.drop_frame(wire, n_bytes)),
+    )
 
 
-def prediction_picker(
-    choices: Iterable[str], *, css_class: str = "lk-prediction"
-) -> widgets.Dropdown:
-    """Return a dropdown to record a prediction before a run; it starts on the placeholder."""
-    options = [lesson04.PREDICTION_PLACEHOLDER, *choices]
-    picker = widgets.Dropdown(
+SKIP_PREDICTION = "(no prediction: just show me the run)"
+
+
+class Prediction(Twinned):
+    """A "predict first" picker: a dropdown that starts on a placeholder; `value` is the pick."""
+
+    def __init__(self, dropdown: widgets.Dropdown, css_class: str, choices: list[str]) -> None:
+        super().__init__(
+            [dropdown],
+            css_class=css_class,
+            headline="Run this cell, then pick your prediction before you run the next one.",
+            what="The choices: " + " | ".join(choices),
+        )
+        self.dropdown = dropdown
+
+    @property
+    def value(self) -> str:
+        """The prediction picked, or the placeholder while none is."""
+        return self.dropdown.value
+
+    @value.setter
+    def value(self, choice: str) -> None:
+        self.dropdown.value = choice
+
+    @property
+    def picked(self) -> bool:
+        """True once the learner chose something (a prediction, or to skip predicting)."""
+        return self.dropdown.value != lesson04.PREDICTION_PLACEHOLDER
+
+
+def prediction_picker(choices: Iterable[str], *, css_class: str = "lk-prediction") -> Prediction:
+    """Return a picker to record a prediction before a run; it starts on the placeholder.
+
+    The last option lets the learner skip predicting. reveal_after(picker, ...) shows a
+    run only once something was picked. The dropdown carries the CSS classes
+    lk-prediction and `css_class`.
+    """
+    choices = list(choices)
+    options = [lesson04.PREDICTION_PLACEHOLDER, *choices, SKIP_PREDICTION]
+    dropdown = widgets.Dropdown(
         options=options,
         value=lesson04.PREDICTION_PLACEHOLDER,
         description="I predict",
         layout=widgets.Layout(width="max-content"),
     )
-    picker.add_class("lk-prediction")
+    dropdown.add_class("lk-prediction")
     if css_class != "lk-prediction":
-        picker.add_class(css_class)
-    return picker
+        dropdown.add_class(css_class)
+    return Prediction(dropdown, "lk-prediction-box", choices)
+
+
+def reveal_after(prediction: Prediction, run: Callable[[], Any], *, answer: str) -> Twinned:
+    """Return a box that shows what `run()` printed, but only once `prediction` has a pick.
+
+    `run` is called now (an exception shows in the cell as usual) with its printing
+    captured; the box shows it, with the prediction compared to `answer`
+    (lesson04.compare_prediction), as soon as a prediction is picked, and follows
+    later changes of the pick. CSS: lk-reveal (the box's readout).
+    """
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        run()
+    output = printed.getvalue().rstrip("\n")
+    readout = _readout("lk-reveal")
+
+    def shown(choice: str) -> dict[str, Any]:
+        if choice == lesson04.PREDICTION_PLACEHOLDER:
+            waiting = "Pick a prediction above (or choose to skip it): the run shows here then."
+            return {"shown": views.Html(f'<i style="color:#555">{html.escape(waiting)}</i>')}
+        guess = "" if choice == SKIP_PREDICTION else choice
+        verdict = lesson04.compare_prediction(guess, answer)
+        return {
+            "shown": views.Html(
+                '<pre style="margin:0;white-space:pre-wrap">'
+                f"{html.escape(output)}</pre><div><b>{html.escape(verdict)}</b></div>"
+            )
+        }
+
+    bind({"choice": prediction.dropdown}, shown, {"shown": readout})
+    return Twinned(
+        [readout],
+        css_class="lk-reveal-box",
+        headline="Run this cell after you have picked a prediction above: its output shows here.",
+        what="(Kept hidden until you predict, so the answer does not give itself away.)",
+    )
 
 
 _BOX_STYLE = "white-space: pre-wrap; border: 1px solid #999; padding: 4px; min-height: 6em"
@@ -479,20 +679,28 @@ def flicker_demo(tokens: Iterable[str] | None = None, step: int | None = None) -
     frames = render.flicker_frames(
         render.split_tokens(render.FLICKER_ANSWER) if tokens is None else tokens
     )
-    slider = widgets.IntSlider(
-        len(frames) if step is None else step, 1, len(frames), description="tokens"
+    slider = _styled(
+        widgets.IntSlider(
+            len(frames) if step is None else step, 1, len(frames), description="tokens"
+        ),
+        "lk-flicker-step",
     )
-    slider.add_class("lk-flicker-step")
     naive, stable = widgets.HTML(), widgets.HTML()
     naive.add_class("lk-flicker-naive")
     stable.add_class("lk-flicker-stable")
     count = _readout("lk-flicker-count")
 
-    def shown(upto: int) -> dict[str, Any]:
+    def count_text(upto: int) -> str:
         so_far = frames[:upto]
-        frame = so_far[-1]
         n_naive = sum(f.naive_rewrote for f in so_far)
         n_stable = sum(f.stable_rewrote for f in so_far)
+        return (
+            f"after {so_far[-1].step} tokens: naive rewrote the screen {n_naive} times,"
+            f" stable {n_stable}"
+        )
+
+    def shown(upto: int) -> dict[str, Any]:
+        frame = frames[upto - 1]
         return {
             "naive": views.Html(
                 f'<b>naive</b><div style="{_BOX_STYLE}">{render.to_html(frame.naive)}</div>'
@@ -500,10 +708,17 @@ def flicker_demo(tokens: Iterable[str] | None = None, step: int | None = None) -
             "stable": views.Html(
                 f'<b>stable</b><div style="{_BOX_STYLE}">{render.to_html(frame.stable)}</div>'
             ),
-            "count": f"after {frame.step} tokens: naive rewrote the screen {n_naive} times,"
-            f" stable {n_stable}",
+            "count": count_text(upto),
         }
 
     bind({"upto": slider}, shown, {"naive": naive, "stable": stable, "count": count})
-    children = [slider, widgets.HBox([naive, stable]), count]
-    return Explorer(children, css_class="lk-flicker-demo", title="flicker demo")
+    start = frames[slider.value - 1]
+    return Explorer(
+        [slider, widgets.HBox([naive, stable]), count],
+        css_class="lk-flicker-demo",
+        title="flicker demo",
+        what="Slide through the tokens: the naive screen jumps where the stable one only grows."
+        " As text, where it opens:",
+        text=f"naive : {render.to_text(start.naive)}\nstable: {render.to_text(start.stable)}\n"
+        + count_text(slider.value),
+    )

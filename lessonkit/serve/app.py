@@ -54,8 +54,10 @@ STREAM_HEADERS = [
     # The browser's EventSource and the SDKs only treat the body as an event stream
     # with this media type; everything else is an ordinary download.
     (b"content-type", b"text/event-stream; charset=utf-8"),
-    # Tells browsers and caches not to store the stream or answer a later request
-    # from a stored copy: every request must reach the model.
+    # no-cache: a cache may keep a copy but must revalidate it with us before any reuse
+    # (RFC 9111 §5.2.2.4; no-store would forbid the copy); with no validators to check
+    # against, every request reaches the model. It says nothing about buffering: that
+    # is x-accel-buffering below.
     (b"cache-control", b"no-cache"),
     # Nginx reads this response header and then passes the bytes on as they arrive
     # instead of collecting the response in its proxy buffer (see lessonkit.serve.proxy).

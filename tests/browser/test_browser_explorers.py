@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import statistics
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +48,7 @@ TIMEOUT_MS = 30_000
 # One cell per test: the explorer each test drives, built the way the lessons build it.
 CELLS = {
     "timeline_prefill": "lw.timeline_explorer()",
+    "timeline_reaction": "lw.timeline_explorer()",
     "timeline_play": "lw.timeline_explorer(t_ms=0)",
     "cancel": "lw.cancel_explorer()",
     "decode_play": "lw.decode_loop_player()",
@@ -55,7 +58,26 @@ CELLS = {
     "utf8": "lw.utf8_explorer()",
     "drop": "lw.drop_explorer()",
     "flicker": "lw.flicker_demo(step=1)",
+    "controls_timeline": "lw.timeline_explorer()",
+    "controls_cancel": "lw.cancel_explorer()",
+    "controls_wire": "lw.wire_inspector()",
+    "controls_stepper": "lw.arrival_stepper()",
+    "controls_utf8": "lw.utf8_explorer()",
+    "reaction_decode": "lw.decode_loop_player()",
+    "reaction_cancel": "lw.cancel_explorer()",
+    "reaction_wire": "lw.wire_inspector()",
+    "reaction_walkthrough": "lw.walkthrough_stepper()",
+    "reaction_stepper": "lw.arrival_stepper()",
+    "reaction_utf8": "lw.utf8_explorer()",
+    "reaction_drop": "lw.drop_explorer()",
+    "reaction_flicker": "lw.flicker_demo(step=1)",
+    "field_table": "from IPython.display import HTML\n"
+    "from lessonkit.lab import lesson02, views\n"
+    "HTML(views.field_rows_html(lesson02.sse_field_rows()))",
+    "walk_step": "HTML(views.walk_step_html(lesson02.walkthrough_steps()[2]))",
 }
+# Cells that show HTML, not an explorer.
+HTML_CELLS = ("field_table", "walk_step")
 
 
 def test_every_explorer_in_lessonkit_widgets_has_an_interaction_test() -> None:
@@ -67,7 +89,9 @@ def test_every_explorer_in_lessonkit_widgets_has_an_interaction_test() -> None:
         if inspect.isfunction(value) and value.__module__ == widgets.__name__
         and value.__annotations__.get("return") in ("Explorer", widgets.Explorer)
     }  # fmt: skip
-    driven = {re.match(r"lw\.(\w+)\(", source).group(1) for source in CELLS.values()}
+    driven = {
+        match.group(1) for source in CELLS.values() if (match := re.match(r"lw\.(\w+)\(", source))
+    }
     assert len(explorers) == 9 and explorers - driven == set(), "explorers no browser test drives"
 
 
@@ -97,9 +121,14 @@ def explorer_notebook(
         open_notebook(page, lab, path)
         cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
         assert not tracebacks(cells), "\n".join(tracebacks(cells))
+        explorer_cells = [i + 1 for i, name in enumerate(CELLS) if name not in HTML_CELLS]
         wait_for(
-            lambda: all(any(o.widget_views for o in c.outputs) for c in snapshot_cells(page)[1:]),
-            timeout_s=60,
+            lambda: all(
+                any(o.widget_views for o in cells[i].outputs)
+                for cells in [snapshot_cells(page)]
+                for i in explorer_cells
+            ),
+            timeout_s=90,
             what="every explorer to render",
         )
     except BaseException:
@@ -173,8 +202,8 @@ def test_timeline_readouts_show_the_new_ttft_and_total_when_prefill_moves(
 ) -> None:
     out = explorers.output("timeline_prefill")
     wait_for(lambda: timeline_shows_time_it_reads(out), timeout_s=30, what="the first frame")
-    plot = out.locator(".lk-timeline-plot")
-    before = plot.get_attribute("src")
+    plot = out.locator(".lk-timeline-plot .widget-html-content")
+    before = plot.inner_html()
 
     set_slider(out.locator(".lk-prefill-ms"), 500)
 
@@ -193,7 +222,7 @@ def test_timeline_readouts_show_the_new_ttft_and_total_when_prefill_moves(
     blocking, streaming = lesson01.timeline_panes(view)
     expect(out.locator(".lk-pane-streaming")).to_contain_text(normalized(streaming))
     expect(out.locator(".lk-pane-blocking")).to_contain_text(normalized(blocking))
-    expect(plot).not_to_have_attribute("src", before or "", timeout=TIMEOUT_MS)
+    wait_for(lambda: plot.inner_html() != before, timeout_s=30, what="the plot to be redrawn")
 
 
 def test_timeline_play_moves_time_forward_and_the_screens_follow(
@@ -321,7 +350,7 @@ def test_utf8_explorer_readouts_follow_the_cut(
     explorers: ExplorerNotebook, cut_at_byte: int
 ) -> None:
     out = explorers.output("utf8")
-    set_slider(out.locator(".lk-utf8-cut.widget-slider"), cut_at_byte)
+    set_slider(out.locator(".lk-utf8-cut-at"), cut_at_byte)
     expect_readouts(out, "lk-utf8-", _utf8_expected("café 🙂", cut_at_byte))
 
 
@@ -337,13 +366,13 @@ def test_drop_explorer_shows_the_text_and_complete_flag_for_the_new_drop_point(
 ) -> None:
     out = explorers.output("drop")
     wire = practice.practice_wire()
-    plot = out.locator("img.lk-drop-plot")
+    plot = out.locator(".lk-drop-plot svg")
     expect(plot).to_have_count(1, timeout=TIMEOUT_MS)
-    before = plot.get_attribute("src")
+    before = plot.inner_html()
 
     set_slider(out.locator(".lk-drop-position"), 40)
     expect_readouts(out, "lk-drop-", _drop_expected(wire, 40))
-    expect(plot).not_to_have_attribute("src", before or "", timeout=TIMEOUT_MS)
+    wait_for(lambda: plot.inner_html() != before, timeout_s=30, what="the staircase to move")
 
     press_slider_key(out.locator(".lk-drop-position"), "End")
     expect_readouts(out, "lk-drop-", _drop_expected(wire, len(wire)))
@@ -375,3 +404,305 @@ def test_flicker_demo_shows_both_renderings_of_the_tokens_so_far(
     expect(out.locator(".lk-flicker-count .widget-html-content")).to_contain_text(
         f"naive rewrote the screen {n_naive} times, stable {n_stable}"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Every control changes the view, or says why it cannot
+
+
+def _inner(out: Any, selector: str) -> str:
+    return out.locator(selector).first.inner_html()
+
+
+def _click_toggle(out: Any, group: str, label: str) -> None:
+    out.locator(f"{group} button", has_text=label).click()
+
+
+def _play(out: Any) -> None:
+    out.locator(".lk-play button").first.click()  # Play: it stops by itself at the last write
+
+
+def _fill_and_enter(locator: Any, text: str) -> None:
+    locator.fill(text)
+    locator.press("Enter")
+
+
+CONTROL_CHANGES = [
+    # (cell, control, what the learner does, the element that must change)
+    ("controls_timeline", "prefill", lambda o: set_slider(o.locator(".lk-prefill-ms"), 500),
+     ".lk-timeline-plot"),
+    ("controls_timeline", "per token", lambda o: set_slider(o.locator(".lk-per-token-ms"), 60),
+     ".lk-timeline-total"),
+    ("controls_timeline", "tokens", lambda o: set_slider(o.locator(".lk-n-tokens"), 12),
+     ".lk-timeline-total"),
+    ("controls_timeline", "round trip", lambda o: set_slider(o.locator(".lk-latency-ms"), 100),
+     ".lk-timeline-ttft"),
+    ("controls_timeline", "t", lambda o: set_slider(o.locator(".lk-t-ms"), 900),
+     ".lk-timeline-screens"),
+    ("controls_cancel", "stop at", lambda o: set_slider(o.locator(".lk-cancel-at-ms"), 5000),
+     ".lk-cancel-plot"),
+    ("controls_cancel", "price", lambda o: _fill_and_enter(o.locator(".lk-cancel-price input"), "25"),
+     ".lk-cancel-cost"),
+    ("controls_wire", "dialect", lambda o: _click_toggle(o, ".lk-dialect", "anthropic"),
+     ".lk-wire-view"),
+    ("controls_wire", "write", lambda o: set_slider(o.locator(".lk-wire-write"), 4),
+     ".lk-wire-meaning"),
+    ("controls_wire", "play", _play, ".lk-wire-meaning"),
+    ("controls_stepper", "cutting mode", lambda o: _click_toggle(o, ".lk-cut-mode", "even chunks"),
+     ".lk-stepper-cuts"),
+    ("controls_stepper", "chunk bytes", lambda o: set_slider(o.locator(".lk-chunk-size"), 7),
+     ".lk-stepper-cuts"),
+    ("controls_stepper", "arrival", lambda o: set_slider(o.locator(".lk-arrival-step"), 2),
+     ".lk-stepper-arrival"),
+    ("controls_stepper", "typed offsets", lambda o: (
+        _click_toggle(o, ".lk-cut-mode", "typed offsets"),
+        _fill_and_enter(o.locator(".lk-cut-positions input"), "5, 50"),
+     ), ".lk-stepper-cuts"),
+    ("controls_utf8", "text", lambda o: _fill_and_enter(o.locator(".lk-utf8-text input"), "naïve"),
+     ".lk-utf8-bytes"),
+    ("controls_utf8", "cut", lambda o: set_slider(o.locator(".lk-utf8-cut-at"), 3),
+     ".lk-utf8-per-chunk"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("cell", "control", "act", "watched"), CONTROL_CHANGES, ids=[f"{c}-{n}" for c, n, _, _ in CONTROL_CHANGES]
+)  # fmt: skip
+def test_every_control_changes_what_its_explorer_shows(
+    explorers: ExplorerNotebook, cell: str, control: str, act: Any, watched: str
+) -> None:
+    out = explorers.output(cell)
+    expect(out.locator(watched).first).to_be_visible(timeout=TIMEOUT_MS)
+    before = _inner(out, watched)
+    act(out)
+    wait_for(
+        lambda: _inner(out, watched) != before,
+        timeout_s=30,
+        what=f"{control!r} to change {watched}",
+    )
+
+
+def test_the_arrival_stepper_shows_one_cutting_mode_at_a_time(explorers: ExplorerNotebook) -> None:
+    out = explorers.output("stepper")
+    chunk, typed = out.locator(".lk-chunk-size"), out.locator(".lk-cut-positions")
+    active = out.locator(".lk-cut-mode button.mod-active")
+    _click_toggle(out, ".lk-cut-mode", "typed offsets")
+    expect(active).to_have_text("typed offsets", timeout=TIMEOUT_MS)
+    expect(typed).to_be_visible(timeout=TIMEOUT_MS)
+    expect(chunk).to_be_hidden(timeout=TIMEOUT_MS)
+    _click_toggle(out, ".lk-cut-mode", "even chunks")
+    expect(active).to_have_text("even chunks", timeout=TIMEOUT_MS)
+    expect(chunk).to_be_visible(timeout=TIMEOUT_MS)
+    expect(typed).to_be_hidden(timeout=TIMEOUT_MS)
+    expect(out.locator(".lk-stepper-cuts")).to_contain_text("even chunks of", timeout=TIMEOUT_MS)
+    _click_toggle(out, ".lk-cut-mode", "typed offsets")
+
+
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [
+        ("abc", "'abc' is not a whole number"),
+        ("99999", "99999 is past the last cut"),
+        ("0", "0 would cut before the first byte"),
+    ],
+)
+def test_a_bad_typed_cut_gets_a_message(
+    explorers: ExplorerNotebook, typed: str, message: str
+) -> None:
+    out = explorers.output("stepper")
+    _click_toggle(out, ".lk-cut-mode", "typed offsets")
+    _fill_and_enter(out.locator(".lk-cut-positions input"), typed)
+    cuts = out.locator(".lk-stepper-cuts .widget-html-content")
+    expect(cuts).to_contain_text(message, timeout=TIMEOUT_MS)
+    expect(cuts).to_contain_text("none usable, so the wire arrives whole")
+
+
+def test_the_utf8_explorer_keeps_the_cut_when_the_text_changes_and_shows_its_label_in_full(
+    explorers: ExplorerNotebook,
+) -> None:
+    out = explorers.output("utf8")
+    cut = out.locator(".lk-utf8-cut-at")
+    set_slider(cut, 4)
+    expect(out.locator(".lk-utf8-cut .widget-html-content")).to_contain_text(
+        "cut after byte 4", timeout=TIMEOUT_MS
+    )
+    _fill_and_enter(out.locator(".lk-utf8-text input"), "Zürich café")
+    expect(out.locator(".lk-utf8-bytes .widget-html-content")).to_contain_text(
+        "13 bytes", timeout=TIMEOUT_MS
+    )
+    expect(out.locator(".lk-utf8-cut .widget-html-content")).to_contain_text("cut after byte 4")
+    assert slider_value(cut) == 4
+    label = cut.locator(".widget-label")
+    expect(label).to_have_text("cut after byte")
+    assert label.evaluate("el => el.scrollWidth <= el.clientWidth"), "the label is cut off"
+
+
+def test_the_walkthrough_buttons_are_disabled_at_the_ends(explorers: ExplorerNotebook) -> None:
+    out = explorers.output("walkthrough")
+    back, forward = out.locator("button.lk-walk-back"), out.locator("button.lk-walk-next")
+    view = out.locator(".lk-walk-view .widget-html-content")
+
+    def step_shown() -> int:
+        return int(re.search(r"Step (\d) of 5", view.text_content() or "").group(1))
+
+    for button, stop in ((back, 1), (forward, 5)):
+        while step_shown() != stop:
+            before = step_shown()
+            button.click()
+            wait_for(lambda b=before: step_shown() != b, timeout_s=30, what="the next step")
+        expect(button).to_be_disabled(timeout=TIMEOUT_MS)
+        expect(forward if button is back else back).to_be_enabled()
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout: the field table never breaks a token, line ends are readable
+
+VISUAL_LINES_JS = """
+(pre) => {
+  const range = document.createRange();
+  range.selectNodeContents(pre);
+  const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0)
+                       .map(r => Math.round(r.top)));
+  return tops.size;
+}
+"""
+
+
+def test_the_field_tables_wire_text_never_wraps_inside_a_token(
+    explorers: ExplorerNotebook,
+) -> None:
+    out = explorers.output("field_table")
+    wires = out.locator(".lk-field-table pre.lk-wire")
+    expect(wires.first).to_be_visible(timeout=TIMEOUT_MS)
+    assert wires.count() == 6
+    for i in range(wires.count()):
+        pre = wires.nth(i)
+        text_lines = [line for line in (pre.text_content() or "").split("\n") if line]
+        assert pre.evaluate(VISUAL_LINES_JS) == len(text_lines), (
+            f"field table row {i}: {text_lines} is drawn on more lines than it has"
+        )
+
+
+def test_the_walkthroughs_line_end_badges_are_readable(explorers: ExplorerNotebook) -> None:
+    out = explorers.output("walk_step")
+    badges = out.locator(".lk-line-end")
+    expect(badges.first).to_be_visible(timeout=TIMEOUT_MS)
+    for i in range(badges.count()):
+        box = badges.nth(i).bounding_box()
+        font_px = badges.nth(i).evaluate("el => parseFloat(getComputedStyle(el).fontSize)")
+        assert box and box["height"] >= 12 and box["width"] >= 14 and font_px >= 10, box
+    assert {badges.nth(i).text_content() for i in range(badges.count())} == {"CR LF", "LF"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reaction time: from a key press or click to the new picture, measured in the page
+
+ARM_JS = """
+(target) => {
+  const state = { t0: null, t1: null };
+  window.__lkReaction = state;
+  const kinds = ['keydown', 'click'];  // a key press on a slider, a finished click on a button
+  const start = (event) => { if (state.t0 === null) state.t0 = event.timeStamp; };
+  for (const kind of kinds) document.addEventListener(kind, start, { capture: true });
+  const observer = new MutationObserver(() => {
+    if (state.t0 === null || state.t1 !== null) return;
+    observer.disconnect();
+    for (const kind of kinds) document.removeEventListener(kind, start, { capture: true });
+    // The new picture is on screen at the next frame after the DOM changed.
+    requestAnimationFrame(() => { state.t1 = performance.now(); });
+  });
+  observer.observe(target, { subtree: true, childList: true, characterData: true,
+                             attributes: true });
+  return true;
+}
+"""
+SAMPLES = 9
+MEDIAN_LIMIT_MS = 100
+REACTION_REPORT = (
+    Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer-reaction-times.txt"
+)
+
+
+def _settle(locator: Any) -> None:
+    """Wait until `locator` has not changed for 150 ms (the last update has landed)."""
+    last, quiet_since = locator.inner_html(), 0.0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        time.sleep(0.05)  # the poll interval
+        now = locator.inner_html()
+        if now != last:
+            last, quiet_since = now, 0.0
+        else:
+            quiet_since += 0.05
+            if quiet_since >= 0.15:
+                return
+
+
+def reaction_ms(page: Any, target: Any, act: Any) -> float:
+    """Return the ms from the learner's key press or click (act) to the target's new picture."""
+    page.evaluate(ARM_JS, target.element_handle())
+    act()
+    wait_for(
+        lambda: page.evaluate("() => window.__lkReaction.t1 !== null"),
+        timeout_s=15,
+        interval_s=0.01,
+        what="the explorer to react",
+    )
+    t0, t1 = page.evaluate("() => [window.__lkReaction.t0, window.__lkReaction.t1]")
+    _settle(target)
+    return t1 - t0
+
+
+def _slider_moves(out: Any, selectors: list[str]) -> list[Any]:
+    """Return SAMPLES actions: arrow presses on the sliders in turn, right then left (in range)."""
+    actions = []
+    for i in range(SAMPLES):
+        slider = out.locator(selectors[i % len(selectors)])
+        key = "ArrowRight" if (i // len(selectors)) % 2 == 0 else "ArrowLeft"
+        actions.append(lambda slider=slider, key=key: press_slider_key(slider, key))
+    return actions
+
+
+def _button_clicks(out: Any) -> list[Any]:
+    buttons = [out.locator("button.lk-walk-next"), out.locator("button.lk-walk-back")]
+    return [lambda b=buttons[i % 2]: b.click() for i in range(SAMPLES)]
+
+
+REACTIONS = {
+    # explorer: (cell, the element whose picture must follow, the controls moved)
+    "timeline": ("timeline_reaction", ".lk-timeline-plot", [".lk-t-ms", ".lk-prefill-ms"]),
+    "stop early": ("reaction_cancel", ".lk-cancel-plot", [".lk-cancel-at-ms"]),
+    "decode loop": ("reaction_decode", ".lk-decode-view", [".lk-decode-pass"]),
+    "wire inspector": ("reaction_wire", ".lk-wire-view", [".lk-wire-write"]),
+    "walkthrough": ("reaction_walkthrough", ".lk-walk-view", []),
+    "arrival stepper": ("reaction_stepper", ".lk-stepper-arrival", [".lk-arrival-step"]),
+    "UTF-8": ("reaction_utf8", ".lk-utf8-cut", [".lk-utf8-cut-at"]),
+    "drop": ("reaction_drop", ".lk-drop-plot", [".lk-drop-position"]),
+    "flicker": ("reaction_flicker", ".lk-flicker-naive", [".lk-flicker-step"]),
+}
+
+
+def test_every_explorer_reacts_within_100_ms_median_of_a_control_change(
+    explorers: ExplorerNotebook, capsys: Any
+) -> None:
+    medians, rows = {}, []
+    for name, (cell, watched, sliders) in REACTIONS.items():
+        out = explorers.output(cell)
+        target = out.locator(watched).first
+        expect(target).to_be_visible(timeout=TIMEOUT_MS)
+        actions = _slider_moves(out, sliders) if sliders else _button_clicks(out)
+        times = sorted(reaction_ms(explorers.page, target, act) for act in actions)
+        medians[name] = statistics.median(times)
+        rows.append(
+            f"{name:16} median {medians[name]:6.1f} ms   min {times[0]:6.1f}"
+            f"   max {times[-1]:6.1f}   ({len(times)} moves)"
+        )
+    report = "explorer reaction times (key press or click -> new picture on screen)\n" + "\n".join(
+        rows
+    )
+    REACTION_REPORT.parent.mkdir(exist_ok=True)
+    REACTION_REPORT.write_text(report + "\n")
+    with capsys.disabled():
+        print("\n" + report)
+    slow = {name: ms for name, ms in medians.items() if ms >= MEDIAN_LIMIT_MS}
+    assert not slow, f"explorers slower than {MEDIAN_LIMIT_MS} ms (median): {slow}"

@@ -28,6 +28,7 @@ from labdriver import (
     run_all_and_wait,
     scratch_copy,
     snapshot_cells,
+    tracebacks,
     wait_for,
 )
 
@@ -125,5 +126,123 @@ def test_notebook_runs_in_jupyterlab_without_errors_and_shows_its_widgets_and_fi
         assert not missing, "\n".join(missing)
         errors = error_outputs(snapshot_cells(page), allowed_to_raise)
         assert not errors, "\n".join(errors)
+    finally:
+        close_notebook(page, lab, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Before running: what a learner sees when a committed notebook is first opened
+
+RAW_WIDGET_REPRS = (
+    "VBox(children=",
+    "HBox(children=",
+    "IntSlider(",
+    "Dropdown(",
+    "Label(value=",
+    "Layout(",
+    "Error displaying widget",
+)
+COMMITTED = NOTEBOOKS + sorted((REPO_ROOT / "exercises").glob("*.ipynb"))
+
+
+def committed_widget_cells(notebook_path: Path) -> list[int]:
+    """Return the indices of the code cells whose committed outputs include a widget."""
+    notebook = nbformat.read(notebook_path, as_version=4)
+    return [
+        i
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code"
+        and any(WIDGET_MIME in o.get("data", {}) for o in cell.get("outputs", []))
+    ]
+
+
+@pytest.mark.parametrize("notebook", COMMITTED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_committed_notebook_opened_before_running_shows_no_raw_widget_repr(
+    notebook: Path, lab: LabServer, page: Any, scratch_dir: Path
+) -> None:
+    copy = scratch_copy(notebook, scratch_dir / "as-committed", clear_outputs=False)
+    path = relative_to_root(copy)
+    widget_cells = committed_widget_cells(notebook)
+    try:
+        open_notebook(page, lab, path)
+        n_cells = len(nbformat.read(copy, as_version=4).cells)
+        wait_for(
+            lambda: len(snapshot_cells(page)) == n_cells,
+            timeout_s=60,
+            what="every committed cell to be shown",
+        )
+        cells = snapshot_cells(page)
+        raw = [
+            f"cell {c.index}: {text!r} in {o.text[:160]!r}"
+            for c in cells
+            for o in c.outputs
+            for text in RAW_WIDGET_REPRS
+            if text in o.text
+        ]
+        assert not raw, "\n".join(raw)
+        for index in widget_cells:
+            shown = " ".join(o.text for o in cells[index].outputs)
+            assert "Run this cell" in shown or "BrowserStreamDemo(" in shown, (
+                f"cell {index} shows {shown[:200]!r}: a widget's twin should say how to open it"
+            )
+    finally:
+        close_notebook(page, lab, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict first: the run is shown only after a prediction is picked
+
+LESSON_04 = REPO_ROOT / "notebooks" / "04_practice_cuts_and_drops.ipynb"
+# What each "now change it" run prints that gives its answer away.
+ANSWERS = ("UnicodeDecodeError", "'' complete=False", "dropped after 40 bytes")
+
+
+def _reveal_texts(page: Any) -> list[str]:
+    return [
+        (page.locator(".lk-reveal").nth(i).text_content() or "")
+        for i in range(page.locator(".lk-reveal").count())
+    ]
+
+
+def test_predict_first_hides_each_run_until_a_prediction_is_picked(
+    lab: LabServer, page: Any, scratch_dir: Path
+) -> None:
+    committed = scratch_copy(LESSON_04, scratch_dir / "predict", clear_outputs=False)
+    path = relative_to_root(committed)
+    try:
+        # As committed: the pickers and the runs show twins, and no answer.
+        open_notebook(page, lab, path)
+        wait_for(lambda: len(snapshot_cells(page)) > 20, timeout_s=60, what="the cells")
+        reveal_cells = [
+            c for c in snapshot_cells(page) if c.is_code and "reveal_after(" in c.source
+        ]
+        assert len(reveal_cells) == 3
+        for cell in reveal_cells:
+            shown = " ".join(o.text for o in cell.outputs)
+            assert "Run this cell after you have picked a prediction" in shown
+            assert not any(answer in shown for answer in ANSWERS), shown
+        notebook_text = " ".join(
+            o.text for c in snapshot_cells(page) for o in c.outputs if "reveal" not in c.source
+        )
+        assert "UnicodeDecodeError: 'utf-8' codec" not in notebook_text
+
+        # Run: still hidden until a prediction is picked; then the run appears with a verdict.
+        cells = run_all_and_wait(page, lab, path, code_cell_indices(committed))
+        assert not tracebacks(cells), "\n".join(tracebacks(cells))
+        wait_for(lambda: len(_reveal_texts(page)) == 3, timeout_s=60, what="the three reveals")
+        for text in _reveal_texts(page):
+            assert "Pick a prediction above" in text
+            assert not any(answer in text for answer in ANSWERS), text
+        picker = page.locator(".lk-prediction-1 select")
+        picker.select_option(label="1000 bytes: whole text; 5 bytes: UnicodeDecodeError")
+        first = page.locator(".lk-reveal").nth(0)
+        wait_for(
+            lambda: "UnicodeDecodeError" in (first.text_content() or ""),
+            timeout_s=30,
+            what="the first run to show once a prediction is picked",
+        )
+        assert "your prediction matches" in (first.text_content() or "")
+        others = _reveal_texts(page)[1:]
+        assert all("Pick a prediction above" in text for text in others), others
     finally:
         close_notebook(page, lab, path)

@@ -1,0 +1,251 @@
+"""The explorers' live figures as inline SVG: cheap to redraw on every slider move.
+
+A matplotlib figure takes 60-120 ms to draw and encode as PNG, more than a slider
+tick allows; an SVG string built from the same state takes well under a
+millisecond, and the browser draws it. So the explorers show these, and the
+static figures in the notebooks stay matplotlib PNGs (lessonkit.lab.plots).
+Cost goal: every function here returns in under 5 ms for the largest explorer
+setting (1,000 tokens), tested in tests/test_lab_svg.py.
+
+Every function takes plain state (from lessonkit.lab.lesson01 / lesson04) and
+returns a ``views.Html`` string: a fixed-size <svg> with no ids (several copies
+can share a page), numbers rounded to 0.1 px so the same state always gives the
+same bytes, and only Okabe-Ito colours.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lessonkit.lab.views import OKABE_ITO, Html
+
+if TYPE_CHECKING:
+    from lessonkit.lab.lesson01 import CancelView, TimelineView
+
+C = OKABE_ITO
+FONT = 'font-family="sans-serif" font-size="11"'
+
+
+def _n(value: float) -> str:
+    """Return a coordinate with at most one decimal ("12", "12.5"), the same for the same value."""
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A linear map from data values (lo..hi) to pixels (px_lo..px_hi)."""
+
+    lo: float
+    hi: float
+    px_lo: float
+    px_hi: float
+
+    def __call__(self, value: float) -> float:
+        span = self.hi - self.lo or 1.0
+        value = min(max(value, self.lo), self.hi)
+        return self.px_lo + (value - self.lo) / span * (self.px_hi - self.px_lo)
+
+
+def nice_ticks(hi: float, max_ticks: int = 6) -> list[float]:
+    """Return round tick values 0, step, 2 step, ... <= hi, with a 1, 2 or 5 x 10^k step."""
+    if hi <= 0:
+        return [0.0]
+    raw = hi / max_ticks
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(f * power for f in (1, 2, 5, 10) if f * power >= raw)
+    return [i * step for i in range(int(hi // step) + 1)]
+
+
+def _svg(width: int, height: int, body: list[str], css_class: str, label: str) -> Html:
+    return Html(
+        f'<svg class="{css_class}" xmlns="http://www.w3.org/2000/svg" width="{width}"'
+        f' height="{height}" viewBox="0 0 {width} {height}" role="img"'
+        f' aria-label="{_esc(label)}">' + "".join(body) + "</svg>"
+    )
+
+
+def _text(x: float, y: float, text: str, *, anchor: str = "start", colour: str = "#333") -> str:
+    return (
+        f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}" fill="{colour}" {FONT}>'
+        f"{_esc(text)}</text>"
+    )
+
+
+def _x_axis(scale: Scale, y: float, hi: float, title: str) -> list[str]:
+    parts = [
+        f'<line x1="{_n(scale.px_lo)}" y1="{_n(y)}" x2="{_n(scale.px_hi)}" y2="{_n(y)}"'
+        ' stroke="#666"/>'
+    ]
+    for tick in nice_ticks(hi):
+        x = scale(tick)
+        parts.append(
+            f'<line x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x)}" y2="{_n(y + 4)}" stroke="#666"/>'
+        )
+        parts.append(_text(x, y + 15, f"{tick:,.0f}", anchor="middle", colour="#555"))
+    parts.append(_text((scale.px_lo + scale.px_hi) / 2, y + 30, title, anchor="middle"))
+    return parts
+
+
+def _legend(items: list[tuple[str, str]], x: float, y: float) -> list[str]:
+    """Return a row of legend entries; each item is (SVG shape at (0, 0), label)."""
+    parts = []
+    for shape, label in items:
+        parts.append(f'<g transform="translate({_n(x)},{_n(y)})">{shape}</g>')
+        parts.append(_text(x + 16, y + 4, label))
+        x += 24 + 6.2 * len(label)
+    return parts
+
+
+def _ticks_path(xs: Sequence[float], y_top: float, y_bottom: float) -> str:
+    """Return one path with a vertical stroke at each x (strokes on the same half pixel merged)."""
+    seen = dict.fromkeys(round(x * 2) / 2 for x in xs)
+    return "".join(f"M{_n(x)} {_n(y_top)}V{_n(y_bottom)}" for x in seen)
+
+
+TIMELINE_SIZE = (760, 214)
+
+
+def timeline_svg(view: TimelineView) -> Html:
+    """Return the timeline as SVG: both rows, TTFT and total marked, and the "now" line at t.
+
+    The TTFT and total labels sit above the plot area, on two lines of their own, and
+    their dashed lines start below them: no line crosses a label, even when the two
+    times are close.
+    """
+    width, height = TIMELINE_SIZE
+    top, bottom = 40.0, 150.0
+    x = Scale(0, view.t_max_ms, 84, width - 16)
+    timings = view.timings
+    latency, prefill = view.latency_ms, view.prefill_ms
+    rows = {"streaming": 62.0, "blocking": 112.0}  # row top; each row is 26 px high
+    body = [f'<rect width="{width}" height="{height}" fill="white"/>']
+    for name, row_top in rows.items():
+        body.append(_text(76, row_top + 17, name, anchor="end"))
+        if latency:
+            body.append(_bar(x(0), x(latency), row_top, C["grey"]))
+        body.append(_bar(x(latency), x(latency + prefill), row_top, C["orange"]))
+    stream_top = rows["streaming"]
+    ticks = _ticks_path([x(t) for t in view.arrival_ms], stream_top, stream_top + 26)
+    stroke = 1.5 if view.n_tokens < 60 else 0.6
+    body.append(f'<path d="{ticks}" stroke="{C["blue"]}" stroke-width="{stroke}" fill="none"/>')
+    block_top = rows["blocking"]
+    body.append(_bar(x(latency + prefill), x(timings.total_ms), block_top, C["sky"], opacity=0.55))
+    body.append(_text(x(latency + prefill) + 4, block_top + 17, "◐ waiting…", colour="#333"))
+    for at_ms, colour, label, label_y in (
+        (timings.streaming_first_ms, C["blue"], f"TTFT {timings.streaming_first_ms:,.0f} ms", 32),
+        (timings.total_ms, C["vermillion"], f"total {timings.total_ms:,.0f} ms", 16),
+    ):
+        lx = x(at_ms)
+        body.append(
+            f'<line x1="{_n(lx)}" y1="{_n(top - 2)}" x2="{_n(lx)}" y2="{_n(bottom)}"'
+            f' stroke="{colour}" stroke-width="1.2" stroke-dasharray="5 3"/>'
+        )
+        anchor = "start" if lx < width - 110 else "end"
+        body.append(_text(lx + (3 if anchor == "start" else -3), label_y, label, anchor=anchor,
+                          colour=colour))  # fmt: skip
+    now = x(view.t_ms)
+    body.append(
+        f'<line class="lk-now" x1="{_n(now)}" y1="{_n(top + 8)}" x2="{_n(now)}" y2="{_n(bottom)}"'
+        f' stroke="{C["black"]}" stroke-width="2"/>'
+    )
+    body += _x_axis(x, bottom, view.t_max_ms, "time since the request was sent (ms)")
+    legend = [
+        (_swatch(C["orange"]), "prefill"),
+        (_swatch(C["sky"], 0.55), "blocking: spinner"),
+        (f'<path d="M6 -6V6" stroke="{C["blue"]}" stroke-width="2"/>', "a token appears"),
+        (f'<path d="M6 -6V6" stroke="{C["black"]}" stroke-width="2"/>', "now (t)"),
+    ]
+    if latency:
+        legend.insert(0, (_swatch(C["grey"]), "network round trip"))
+    body += _legend(legend, 84, height - 14)
+    return _svg(
+        width, height, body, "lk-timeline-svg", "timeline of a blocking and a streaming answer"
+    )
+
+
+def _bar(x0: float, x1: float, top: float, colour: str, *, opacity: float = 1.0) -> str:
+    fill_opacity = "" if opacity == 1.0 else f' fill-opacity="{opacity:g}"'
+    return (
+        f'<rect x="{_n(x0)}" y="{_n(top)}" width="{_n(max(0.0, x1 - x0))}" height="26"'
+        f' fill="{colour}"{fill_opacity}/>'
+    )
+
+
+def _swatch(colour: str, opacity: float = 1.0) -> str:
+    fill_opacity = "" if opacity == 1.0 else f' fill-opacity="{opacity:g}"'
+    return f'<rect x="0" y="-5" width="12" height="10" fill="{colour}"{fill_opacity}/>'
+
+
+CANCEL_SIZE = (640, 92)
+
+
+def cancel_svg(view: CancelView) -> Html:
+    """Return one bar of the answer's tokens: generated before the stop vs never generated."""
+    width, height = CANCEL_SIZE
+    x = Scale(0, max(1, view.n_tokens), 20, width - 20)
+    top = 8.0
+    body = [f'<rect width="{width}" height="{height}" fill="white"/>']
+    body.append(_bar(x(0), x(view.tokens_generated), top, C["blue"]))
+    body.append(_bar(x(view.tokens_generated), x(view.n_tokens), top, C["sky"], opacity=0.55))
+    body += _x_axis(x, top + 26, view.n_tokens, "")[:-1]  # ticks only; the legend says the rest
+    body += _legend(
+        [
+            (_swatch(C["blue"]), f"{view.tokens_generated} generated (paid for)"),
+            (_swatch(C["sky"], 0.55), f"{view.tokens_saved} never generated (saved)"),
+        ],
+        20,
+        height - 14,
+    )
+    return _svg(width, height, body, "lk-cancel-svg", "tokens generated before the stop")
+
+
+DROP_SIZE = (640, 250)
+
+
+def drop_svg(lengths: Sequence[int], mark_bytes: int) -> Html:
+    """Return the drop staircase (characters on screen per drop position) with a marked drop."""
+    width, height = DROP_SIZE
+    n = max(1, len(lengths) - 1)
+    top, bottom = 14.0, 186.0
+    y_max = max(lengths) * 1.1 + 1 if lengths else 1
+    x = Scale(0, n, 56, width - 16)
+    y = Scale(0, y_max, bottom, top)
+    body = [f'<rect width="{width}" height="{height}" fill="white"/>']
+    steps = [f"M{_n(x(0))} {_n(y(lengths[0] if lengths else 0))}"]
+    for i in range(1, len(lengths)):
+        if lengths[i] != lengths[i - 1]:
+            steps.append(f"H{_n(x(i))}V{_n(y(lengths[i]))}")
+    steps.append(f"H{_n(x(n))}")
+    body.append(f'<path d="{"".join(steps)}" stroke="{C["blue"]}" stroke-width="2" fill="none"/>')
+    for tick in nice_ticks(y_max, 4):
+        body.append(_text(50, y(tick) + 4, f"{tick:,.0f}", anchor="end", colour="#555"))
+    body.append(
+        f'<text x="14" y="{_n((top + bottom) / 2)}" text-anchor="middle" fill="#333" {FONT}'
+        f' transform="rotate(-90 14 {_n((top + bottom) / 2)})">characters on screen</text>'
+    )
+    mark = min(max(0, mark_bytes), n)
+    mx, my = x(mark), y(lengths[mark] if lengths else 0)
+    body.append(
+        f'<line class="lk-drop-mark" x1="{_n(mx)}" y1="{_n(top)}" x2="{_n(mx)}" y2="{_n(bottom)}"'
+        f' stroke="{C["vermillion"]}" stroke-width="1.5"/>'
+        f'<circle cx="{_n(mx)}" cy="{_n(my)}" r="4" fill="{C["vermillion"]}"/>'
+    )
+    body += _x_axis(x, bottom, n, "connection drops after this many bytes")
+    body += _legend(
+        [
+            (f'<path d="M0 0H12" stroke="{C["blue"]}" stroke-width="2"/>', "text on screen"),
+            (_swatch(C["vermillion"]), f"drop after {mark} bytes"),
+        ],
+        56,
+        height - 10,
+    )
+    return _svg(width, height, body, "lk-drop-svg", "characters on screen for each drop position")

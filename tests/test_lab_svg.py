@@ -1,0 +1,113 @@
+"""The explorers' live SVG figures (lessonkit.lab.svg): right marks, calm text, fast enough."""
+
+from __future__ import annotations
+
+import re
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from lessonkit.core import practice
+from lessonkit.lab import lesson01, lesson04, svg, views
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+WIRE = practice.practice_wire()
+
+
+def _parse(markup: str) -> ET.Element:
+    return ET.fromstring(markup)
+
+
+def _texts(root: ET.Element) -> list[ET.Element]:
+    return list(root.iter(f"{SVG_NS}text"))
+
+
+def _figures():
+    yield svg.timeline_svg(lesson01.timeline_view(400))
+    yield svg.timeline_svg(lesson01.timeline_view(5_000, n_tokens=1000, latency_ms=200))
+    yield svg.cancel_svg(lesson01.cancel_view(2000))
+    yield svg.drop_svg(lesson04.drop_staircase(WIRE), 70)
+
+
+@pytest.mark.parametrize("figure", list(_figures()), ids=["timeline", "long", "cancel", "drop"])
+def test_every_figure_is_well_formed_svg_with_a_fixed_size_and_no_ids(figure):
+    root = _parse(figure)
+    assert root.tag == f"{SVG_NS}svg" and root.get("width") and root.get("height")
+    assert ' id="' not in figure, "ids would clash when two copies share a page"
+    assert isinstance(figure, views.Html)
+
+
+def test_every_colour_is_from_the_okabe_ito_palette_or_a_grey():
+    allowed = {c.lower() for c in views.OKABE_ITO.values()} | {"white", "#333", "#555", "#666"}
+    for figure in _figures():
+        colours = set(re.findall(r'(?:fill|stroke)="([^"]+)"', figure)) - {"none"}
+        assert {c.lower() for c in colours} <= allowed
+
+
+def test_the_same_state_gives_the_same_bytes():
+    assert svg.timeline_svg(lesson01.timeline_view(400)) == svg.timeline_svg(
+        lesson01.timeline_view(400)
+    )
+
+
+def test_the_timeline_marks_ttft_and_total_and_one_tick_per_token():
+    figure = svg.timeline_svg(lesson01.timeline_view(400))
+    labels = [t.text for t in _texts(_parse(figure))]
+    assert "TTFT 340 ms" in labels and "total 540 ms" in labels
+    tick_path = re.search(r'<path d="([^"]+)" stroke="#0072B2"', figure).group(1)
+    assert tick_path.count("M") == 6
+
+
+def test_no_dashed_line_crosses_the_ttft_or_total_label_even_when_the_times_coincide():
+    for view in (lesson01.timeline_view(400), lesson01.timeline_view(400, n_tokens=1)):
+        root = _parse(svg.timeline_svg(view))
+        label_ys = [
+            float(t.get("y"))
+            for t in _texts(root)
+            if t.text and t.text.startswith(("TTFT", "total"))
+        ]
+        dashed_tops = [
+            float(line.get("y1"))
+            for line in root.iter(f"{SVG_NS}line")
+            if line.get("stroke-dasharray")
+        ]
+        assert len(label_ys) == 2 and len(dashed_tops) == 2
+        assert max(label_ys) < min(dashed_tops), "a label sits where its line runs"
+        assert len(set(label_ys)) == 2, "the two labels share a line and could overlap"
+
+
+def test_the_now_line_moves_with_t_and_nothing_else_does():
+    early = svg.timeline_svg(lesson01.timeline_view(100))
+    late = svg.timeline_svg(lesson01.timeline_view(500))
+    now = re.compile(r'<line class="lk-now"[^>]*/>')
+    assert now.search(early).group() != now.search(late).group()
+    assert now.sub("", early) == now.sub("", late)
+
+
+def test_the_drop_staircase_marks_the_drop_point_and_names_it():
+    figure = svg.drop_svg(lesson04.drop_staircase(WIRE), 70)
+    assert "drop after 70 bytes" in [t.text for t in _texts(_parse(figure))]
+
+
+def test_the_cancel_bar_names_both_counts():
+    labels = [t.text for t in _texts(_parse(svg.cancel_svg(lesson01.cancel_view(2000))))]
+    assert "42 generated (paid for)" in labels and "458 never generated (saved)" in labels
+
+
+def test_the_largest_figure_is_drawn_well_within_a_slider_tick():
+    # Cost goal (lessonkit.lab.svg): under 5 ms for 1,000 tokens; the median of 20 draws
+    # keeps a busy machine from failing it by chance.
+    view = lesson01.timeline_view(5_000, n_tokens=1000, latency_ms=200)
+    costs = []
+    for _ in range(20):
+        started = time.perf_counter()
+        svg.timeline_svg(view)
+        costs.append(time.perf_counter() - started)
+    assert sorted(costs)[len(costs) // 2] < 0.005
+
+
+def test_nice_ticks_are_round_and_cover_the_axis():
+    assert svg.nice_ticks(640) == [0, 200, 400, 600]
+    assert svg.nice_ticks(20_400) == [0, 5000, 10000, 15000, 20000]
+    assert svg.nice_ticks(0) == [0.0]
