@@ -148,12 +148,13 @@ def stream_diagnosis(
 def _same_as_a_mistake(
     chunks: list[bytes], outcome: Outcome, mistakes: dict[str, Callable[[list[bytes]], Any]]
 ) -> str | None:
+    """Return the mistake whose reader gives exactly the learner's value or error, or None."""
     for cause, mistaken in mistakes.items():
         try:
             value, error = to_jsonable(mistaken(chunks)), None
         except Exception as exc:
-            value, error = None, type(exc).__name__
-        if error is not None and error == outcome.error_type:
+            value, error = None, f"{type(exc).__name__}: {exc}"
+        if error is not None and error == outcome.error:
             return cause
         if error is None and outcome.error is None and value == outcome.value:
             return cause
