@@ -60,10 +60,10 @@ def integrity_line(report: Report) -> str:
         return ""
     first = report.integrity[0]
     more = f" (and {', '.join(report.integrity[1:])})" if len(report.integrity) > 1 else ""
+    how = "your answers come from it" if report.kind == "value" else "your function calls it"
     return (
         f"write your own {report.advice}; {first} is the course's answer{more}. "
-        f"While your {'answers come' if report.kind == 'value' else 'function calls it'} "
-        f"from it, this exercise earns 0 of {report.points:g} points "
+        f"While {how}, this exercise earns 0 of {report.points:g} points "
         "(the checks below ran anyway)."
     )
 
