@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable
-from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -48,9 +47,17 @@ def reference(chunks: Iterable[bytes]) -> list[tuple[str, str, str]]:
     return [(event.event, event.data, event.id) for event in sse.decode_all(chunks)]
 
 
-@lru_cache(maxsize=1)
+_CASES: list[dict] = []  # read once per process
+
+
 def conformance_cases() -> tuple[dict, ...]:
     """Return the packaged SSE conformance cases: name, input bytes, expected events, hint."""
+    if not _CASES:
+        _CASES.extend(_read_cases())
+    return tuple(_CASES)
+
+
+def _read_cases() -> list[dict]:
     raw = resources.files("lessonkit").joinpath("data/sse_cases.json").read_text("utf-8")
     cases = []
     for item in json.loads(raw):
@@ -66,7 +73,7 @@ def conformance_cases() -> tuple[dict, ...]:
                 "hint": item.get("hint") or CONFORMANCE_HINT,
             }
         )
-    return tuple(cases)
+    return cases
 
 
 _LINE_ENDS = ("\n", "\r", "\r\n")

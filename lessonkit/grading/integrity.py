@@ -186,14 +186,19 @@ def install() -> None:
 def _audit(event: str, args: tuple) -> None:
     """Note what hides calls from the trampolines: a reload, a ``__code__`` put back."""
     try:
+        found = None
         if event == "exec" and args and isinstance(args[0], types.CodeType):
             module = _files.get(args[0].co_filename)
             if module is not None:
-                _tampered.setdefault(f"{module} (executed again)")
+                found = f"{module} (executed again)"
         elif event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
             key = _patched.get(id(args[0]))
             if key is not None:
-                _tampered.setdefault(f"{_originals[key][1]} (its code replaced)")
+                found = f"{_originals[key][1]} (its code replaced)"
+        if found is not None:
+            _tampered.setdefault(found)
+            if _recording is not None:
+                _recording.setdefault(found)
     except Exception:  # an audit hook must never break the code it watches
         pass
 
@@ -219,7 +224,8 @@ def copies(value: Any, *, limit: int = 200) -> list[str]:
     """Return the course answers whose bytecode appears in ``value``'s reach (pasted copies).
 
     Reads the code of ``value`` (a function or a class), of the functions and
-    classes its code names in its module, and so on, up to ``limit`` code objects.
+    classes its code names in its module or holds in its closure, and so on, up
+    to ``limit`` objects.
     """
     _catalogue()
     found: dict[str, None] = {}
@@ -239,6 +245,11 @@ def copies(value: Any, *, limit: int = 200) -> list[str]:
             or any(item is fn for _, fn, _ in _catalogue_cache)
         ):
             continue
+        for cell in item.__closure__ or ():
+            try:
+                todo.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
         for code in _codes_in(item.__code__):
             shown = (
                 _fingerprints.get(_fingerprint(code))
