@@ -69,8 +69,9 @@ def _attempted(report: Report | None) -> bool:
     return report is not None and not report.not_attempted and bool(report.findings)
 
 
-def _first_failed(report: Report) -> str | None:
-    return next((f.rule for f in report.findings if not f.passed), None)
+def _first_failed(report: Report) -> tuple[str, str] | None:
+    """Return (rule, the hint the learner was given) of the first failing rule."""
+    return next(((f.rule, f.hint) for f in report.findings if not f.passed), None)
 
 
 def class_summary(rows: Sequence[Row]) -> dict:
@@ -82,11 +83,13 @@ def class_summary(rows: Sequence[Row]) -> dict:
         tried = [r for r in reports if _attempted(r)]
         failing: Counter[str] = Counter()
         first: Counter[str] = Counter()
+        hints: dict[str, Counter[str]] = {}
         for report in tried:
             failing.update(f.rule for f in report.findings if not f.passed)
-            rule = _first_failed(report)
-            if rule:
-                first[rule] += 1
+            found = _first_failed(report)
+            if found:
+                first[found[0]] += 1
+                hints.setdefault(found[0], Counter())[found[1]] += 1
         scores = [row.scores.get(eid, 0.0) for row in rows]
         exercises[eid] = {
             "title": exercise.title,
@@ -98,7 +101,8 @@ def class_summary(rows: Sequence[Row]) -> dict:
                 for rule in exercise.rules
             ],
             "first": first.most_common(1)[0] if first else None,
-            "hints": {rule.name: rule.hint for rule in exercise.rules},
+            # the hint learners were given most often under that rule (the diagnosed mistake)
+            "hints": {rule: counts.most_common(1)[0][0] for rule, counts in hints.items()},
         }
     scores = [row.score for row in rows]
     return {
