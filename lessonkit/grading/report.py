@@ -10,7 +10,7 @@ runs in this process or can reach these folders from its sandbox.
 What an instructor needs after grading, in order: how the scores spread
 (a histogram), how each exercise went (mean score as a share of its points),
 what to reteach (per exercise, the rule learners most often failed first, with
-its hint), how often each rule failed, and the rows to look at (any status but
+the hint they were given most often under it: the mistake behind it), how often each rule failed, and the rows to look at (any status but
 "ok": flags, limits, errors). Failure rates count the learners who attempted
 the exercise (their function was found and did not just raise
 NotImplementedError).
