@@ -63,6 +63,20 @@ notebooks: setup
 
 test: lint unit notebooks browser
 
+# lessonkit grade's sandbox needs bubblewrap (tests/test_sandbox.py): installed here as root with apt.
+.PHONY: sandbox-tools
+unit: sandbox-tools
+sandbox-tools:
+	@command -v bwrap >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "Installing bubblewrap (the grading sandbox) ..."; \
+			apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; \
+		else \
+			echo "bubblewrap is missing, so tests/test_sandbox.py will fail:" \
+				"sudo apt-get install bubblewrap"; \
+		fi; }
+
 # exercises/ is generated from solutions/: regenerate after editing a solution.
 assign: setup
 	$(BIN)/lessonkit assign solutions exercises
