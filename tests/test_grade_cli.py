@@ -6,12 +6,17 @@ import argparse
 import copy
 import csv
 import hashlib
+import sys
+import textwrap
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from lessonkit.grading import grade
+sys.path.insert(0, str(Path(__file__).parent / "grading"))
+from classroom import LESSON_READER  # noqa: E402
+
+from lessonkit.grading import grade  # noqa: E402
 from lessonkit.grading.engine import call_in_process, evaluate
 from lessonkit.grading.exercises import EXERCISES
 
@@ -41,23 +46,10 @@ def _write(folder: Path, name: str, nb: nbformat.NotebookNode) -> Path:
     return folder / name
 
 
-PARTIAL = """
-def read_stream(chunks):
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    buffer, text, complete = "", "", False
-    for chunk in chunks:
-        buffer += decoder.decode(chunk)
-        if "\\n\\n" in buffer:  # handles one event per chunk
-            event, buffer = buffer.split("\\n\\n", 1)
-            if event.startswith(":"):
-                continue
-            data = event.removeprefix("data: ")
-            if data == "[DONE]":
-                complete = True
-            else:
-                text += json.loads(data)["delta"]
-    return text, complete
-"""
+# handles one event per chunk: `if` instead of `while`
+PARTIAL = textwrap.dedent(LESSON_READER).replace(
+    'while "\\n\\n" in buffer:', 'if "\\n\\n" in buffer:'
+)
 
 TAMPER_CELLS = [
     # Redefine check so every check cell "passes" and prints so.

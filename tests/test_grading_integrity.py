@@ -10,29 +10,17 @@ states what it may use (exercise 4 may use lessonkit.sse).
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
-from lessonkit.core import client, sse
-from lessonkit.grading import check, engine, integrity
-from lessonkit.grading.exercises import EXERCISES
+sys.path.insert(0, str(Path(__file__).parent / "grading"))
+from classroom import LESSON_READER, function_from  # noqa: E402
 
+from lessonkit.core import client, sse  # noqa: E402
+from lessonkit.grading import check, engine, integrity  # noqa: E402
+from lessonkit.grading.exercises import EXERCISES  # noqa: E402
 
-def _lesson_reader_by_hand(chunks):
-    import codecs
-
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    buffer, text, complete = "", "", False
-    for chunk in chunks:
-        buffer += decoder.decode(chunk)
-        while "\n\n" in buffer:
-            event, buffer = buffer.split("\n\n", 1)
-            if event.startswith(":"):
-                continue
-            data = event.removeprefix("data: ")
-            if data == "[DONE]":
-                complete = True
-            else:
-                text += json.loads(data)["delta"]
-    return text, complete
+_lesson_reader_by_hand = function_from(LESSON_READER, "read_stream")
 
 
 def test_a_reader_that_calls_the_course_client_is_told_to_write_its_own_and_scores_0():

@@ -124,6 +124,40 @@ RIGHT = {
         """,
 }
 
+LESSON_READER = """
+    import codecs, json
+
+    def read_stream(chunks):
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        buffer, text, complete = "", "", False
+        for chunk in chunks:
+            buffer += decoder.decode(chunk)
+            while "\\n\\n" in buffer:
+                event, buffer = buffer.split("\\n\\n", 1)
+                if event.startswith(":"):
+                    continue
+                data = event.removeprefix("data: ")
+                if data == "[DONE]":
+                    complete = True
+                else:
+                    text += json.loads(data)["delta"]
+        return text, complete
+    """
+
+
+def _lesson_reader_with(line: str, mistaken: str) -> str:
+    """Return the lesson's reader with one line changed: one learner's one mistake."""
+    assert line in LESSON_READER
+    return LESSON_READER.replace(line, mistaken)
+
+
+def function_from(source: str, name: str):
+    """Return the function ``name`` that ``source`` (a learner's cell) defines."""
+    namespace: dict = {}
+    exec(textwrap.dedent(source), namespace)
+    return namespace[name]
+
+
 MISTAKES = {
     "response_times": {
         # the first token at the prefill alone
@@ -159,61 +193,12 @@ MISTAKES = {
                         text += json.loads(data)["delta"]
                 return text, complete
             """,
-        # json.loads on every event, [DONE] included
-        "crash_on_done": """
-            import codecs, json
-
-            def read_stream(chunks):
-                decoder = codecs.getincrementaldecoder("utf-8")()
-                buffer, text = "", ""
-                for chunk in chunks:
-                    buffer += decoder.decode(chunk)
-                    while "\\n\\n" in buffer:
-                        event, buffer = buffer.split("\\n\\n", 1)
-                        if event.startswith(":"):
-                            continue
-                        text += json.loads(event.removeprefix("data: "))["delta"]
-                return text, False
-            """,
+        # json.loads on every event: the end marker written as "DONE", not "[DONE]"
+        "crash_on_done": _lesson_reader_with('if data == "[DONE]":', 'if data == "DONE":'),
         # comments found by searching the text for "ping"
-        "loose_ping": """
-            import codecs, json
-
-            def read_stream(chunks):
-                decoder = codecs.getincrementaldecoder("utf-8")()
-                buffer, text, complete = "", "", False
-                for chunk in chunks:
-                    buffer += decoder.decode(chunk)
-                    while "\\n\\n" in buffer:
-                        event, buffer = buffer.split("\\n\\n", 1)
-                        if "ping" in event:
-                            continue
-                        data = event.removeprefix("data: ")
-                        if data == "[DONE]":
-                            complete = True
-                        else:
-                            text += json.loads(data)["delta"]
-                return text, complete
-            """,
+        "loose_ping": _lesson_reader_with('if event.startswith(":"):', 'if "ping" in event:'),
         # the end marker found by searching the text for "DONE"
-        "loose_done": """
-            import codecs, json
-
-            def read_stream(chunks):
-                decoder = codecs.getincrementaldecoder("utf-8")()
-                buffer, text, complete = "", "", False
-                for chunk in chunks:
-                    buffer += decoder.decode(chunk)
-                    while "\\n\\n" in buffer:
-                        event, buffer = buffer.split("\\n\\n", 1)
-                        if event.startswith(":"):
-                            continue
-                        if "DONE" in event:
-                            complete = True
-                            continue
-                        text += json.loads(event.removeprefix("data: "))["delta"]
-                return text, complete
-            """,
+        "loose_done": _lesson_reader_with('if data == "[DONE]":', 'if "DONE" in data:'),
     },
     "read_anthropic": {
         "loose_ping": """
