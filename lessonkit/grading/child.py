@@ -51,6 +51,7 @@ from lessonkit.grading import guard, integrity
 from lessonkit.grading.codec import (
     decode_args,
     error_detail,
+    from_jsonable,
     learner_line,
     materialize,
     to_jsonable,
@@ -151,7 +152,8 @@ def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None:
         if reply is None or reply.get("op") != "fetched":
             message = "fetch failed" if reply is None else reply.get("message", "fetch failed")
             raise RuntimeError(message)
-        return decode_args(reply["chunks"])
+        chunks = from_jsonable(reply["chunks"])
+        return chunks if isinstance(chunks, list) else []
 
     while True:
         request = wire.receive()
