@@ -182,12 +182,7 @@ def _exit_text(host: LearnerHost) -> str:
 
 def grade_submission(submission: Submission, options: Options | None = None) -> Row:
     """Return the Row of one learner; every failure becomes part of the row."""
-    options = options or Options()
-    row = Row(submission.learner, notes=list(submission.notes))
-    row.files = [str(p) for p in submission.notebooks]
-    reports: dict[str, Report] = {}
-    flags: set[str] = set()
-    cell_notes: list[str] = []
+    grading = _LearnerGrading(submission, options or Options())
     plans = []
     for path in submission.notebooks:
         try:
@@ -195,82 +190,84 @@ def grade_submission(submission: Submission, options: Options | None = None) -> 
         except NotANotebook as exc:
             meant = exercise_of(path)
             where = f" (an error on {meant}: 0 points)" if meant else ""
-            row.errors.append(f"{path.name}: {exc}{where}")
+            grading.row.errors.append(f"{path.name}: {exc}{where}")
             continue
         plans.append((path, cells, declared))
     declared_anywhere = {ex for _, _, declared in plans for ex in declared}
-    host = LearnerHost(options.setup)
     try:
         for path, cells, declared in plans:
-            _grade_notebook(
-                host,
-                path,
-                cells,
-                declared,
-                declared_anywhere,
-                options,
-                reports,
-                flags,
-                row,
-                cell_notes,
-            )
+            others = declared_anywhere - set(declared)  # another notebook is the one for them
+            grading.notebook(path, cells, others)
     finally:
-        host.close()
-    _read_sandboxes(host, flags, row)
-    for report in reports.values():
-        if report.integrity:
-            flags.add(f"course-answer:{report.exercise}")
-        if report.allowed_use:
-            row.notes.append(f"{report.exercise} uses {', '.join(report.allowed_use)} (allowed)")
-    row.scores = {
-        ex.id: (reports[ex.id].score if ex.id in reports else 0.0) for ex in EXERCISES.values()
-    }
-    row.reports = reports
-    row.flags = sorted(flags)
-    row.status = _status(row)
-    row.feedback = _feedback(submission, row, reports, cell_notes)
-    return row
+        grading.host.close()
+    return grading.finish()
 
 
-def _grade_notebook(
-    host: LearnerHost,
-    path: Path,
-    cells: list[str],
-    declared: list[str],
-    declared_anywhere: set[str],
-    options: Options,
-    reports: dict[str, Report],
-    flags: set[str],
-    row: Row,
-    cell_notes: list[str],
-) -> None:
-    """Run one notebook in the learner's sandbox and grade the exercises it holds."""
-    run = NotebookRun(host, cells)
-    try:
+class _LearnerGrading:
+    """Grading one learner: their sandbox, the reports so far, the flags and notes seen."""
+
+    def __init__(self, submission: Submission, options: Options) -> None:
+        self.submission = submission
+        self.options = options
+        self.row = Row(submission.learner, notes=list(submission.notes))
+        self.row.files = [str(p) for p in submission.notebooks]
+        self.reports: dict[str, Report] = {}
+        self.flags: set[str] = set()
+        self.cell_notes: list[str] = []
+        self.host = LearnerHost(options.setup)
+
+    def notebook(self, path: Path, cells: list[str], elsewhere: set[str]) -> None:
+        """Run one notebook in the learner's sandbox and grade the exercises it holds."""
+        run = NotebookRun(self.host, cells)
         try:
-            run.start()
-        except ChildGone as exc:
-            text = str(exc) if "did not finish" in str(exc) else _exit_text(host)
-            row.errors.append(f"{path.name}: {text}")
-            return
-        for error in run.cell_errors:
-            where = f" ({error['where']})" if error.get("where") else ""
-            cell_notes.append(f"{path.name}, cell {error.get('cell')}: {error.get('error')}{where}")
-            errno_value = error.get("errno") if isinstance(error.get("errno"), int) else None
-            flags.update(flags_for_exception(str(error.get("type")), errno_value))
-        if run.stopped:
-            row.errors.append(f"{path.name}: {run.stopped}")
-        for exercise in EXERCISES.values():
-            if exercise.id in reports or exercise.id not in run.found:
-                continue
-            if exercise.id not in declared and exercise.id in declared_anywhere:
-                continue  # another notebook of this learner is the one for it
             try:
-                reports[exercise.id] = grade_exercise(run, exercise, options, flags)
+                run.start()
             except ChildGone as exc:
-                row.errors.append(f"{path.name}: {exc}")
-    finally:
-        run.close()
+                text = str(exc) if "did not finish" in str(exc) else _exit_text(self.host)
+                self.row.errors.append(f"{path.name}: {text}")
+                return
+            for error in run.cell_errors:
+                where = f" ({error['where']})" if error.get("where") else ""
+                self.cell_notes.append(
+                    f"{path.name}, cell {error.get('cell')}: {error.get('error')}{where}"
+                )
+                errno_value = error.get("errno") if isinstance(error.get("errno"), int) else None
+                self.flags.update(flags_for_exception(str(error.get("type")), errno_value))
+            if run.stopped:
+                self.row.errors.append(f"{path.name}: {run.stopped}")
+            for exercise in EXERCISES.values():
+                if exercise.id in self.reports or exercise.id not in run.found:
+                    continue
+                if exercise.id in elsewhere:
+                    continue
+                try:
+                    self.reports[exercise.id] = grade_exercise(
+                        run, exercise, self.options, self.flags
+                    )
+                except ChildGone as exc:
+                    self.row.errors.append(f"{path.name}: {exc}")
+        finally:
+            run.close()
+
+    def finish(self) -> Row:
+        """Return the row: scores, what the sandboxes reported, status, flags and feedback."""
+        row, reports, flags = self.row, self.reports, self.flags
+        _read_sandboxes(self.host, flags, row)
+        for report in reports.values():
+            if report.integrity:
+                flags.add(f"course-answer:{report.exercise}")
+            if report.allowed_use:
+                row.notes.append(
+                    f"{report.exercise} uses {', '.join(report.allowed_use)} (allowed)"
+                )
+        row.scores = {
+            ex.id: (reports[ex.id].score if ex.id in reports else 0.0) for ex in EXERCISES.values()
+        }
+        row.reports = reports
+        row.flags = sorted(flags)
+        row.status = _status(row)
+        row.feedback = _feedback(self.submission, row, reports, self.cell_notes)
+        return row
 
 
 def _read_sandboxes(host: LearnerHost, flags: set[str], row: Row) -> None:
