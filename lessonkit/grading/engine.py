@@ -266,6 +266,14 @@ class Plan:
             if hidden or not rule.hidden
         ]
         self._expected: dict[int, tuple[Case, Any]] = {}
+        self._controls: dict[int, tuple[Case, Case]] = {}
+
+    def control(self, case: Case) -> Case:
+        """Return the control case of ``case`` (built once, so its answer is computed once)."""
+        known = self._controls.get(id(case))
+        if known is None or known[0] is not case:
+            known = self._controls[id(case)] = (case, Case(case.rule, case.control, case.size))
+        return known[1]
 
     def expected(self, case: Case) -> Any:
         """Return the reference answer of ``case`` in its JSON form (computed once)."""
@@ -496,7 +504,7 @@ def _control_fails(
     """Return True when a failing case's control fails too (so the failure is not the rule's)."""
     if case.control is None or stops(outcome):
         return False
-    control = Case(case.rule, case.control, case.size)
+    control = checks.control(case)
     [control_outcome] = run_many([control])[:1] or [Outcome(error_type="ChildGone")]
     touched.update(dict.fromkeys(control_outcome.used))
     if stops(control_outcome):
