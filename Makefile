@@ -63,6 +63,19 @@ notebooks: setup
 
 test: lint unit notebooks browser
 
+# exercises/ is generated from solutions/: regenerate after editing a solution.
+assign: setup
+	$(BIN)/lessonkit assign solutions exercises
+
+bench: setup
+	$(BIN)/python bench/bench_decoders.py
+	$(BIN)/python bench/bench_server.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
+
 # lessonkit grade's sandbox needs bubblewrap (tests/test_sandbox.py): installed here as root with apt.
 .PHONY: sandbox-tools
 unit: sandbox-tools
@@ -76,16 +89,3 @@ sandbox-tools:
 			echo "bubblewrap is missing, so tests/test_sandbox.py will fail:" \
 				"sudo apt-get install bubblewrap"; \
 		fi; }
-
-# exercises/ is generated from solutions/: regenerate after editing a solution.
-assign: setup
-	$(BIN)/lessonkit assign solutions exercises
-
-bench: setup
-	$(BIN)/python bench/bench_decoders.py
-	$(BIN)/python bench/bench_server.py
-
-clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
-	find . -name __pycache__ -type d -prune -exec rm -rf {} +
-	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
