@@ -100,3 +100,17 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
+
+# lessonkit grade's sandbox needs bubblewrap (tests/test_sandbox.py): installed here as root with apt.
+.PHONY: sandbox-tools
+unit: sandbox-tools
+sandbox-tools:
+	@command -v bwrap >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "Installing bubblewrap (the grading sandbox) ..."; \
+			apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; \
+		else \
+			echo "bubblewrap is missing, so tests/test_sandbox.py will fail:" \
+				"sudo apt-get install bubblewrap"; \
+		fi; }

@@ -6,18 +6,24 @@ import argparse
 import copy
 import csv
 import hashlib
+import sys
+import textwrap
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from lessonkit.grading import grade
+sys.path.insert(0, str(Path(__file__).parent / "grading"))
+from classroom import LESSON_READER  # noqa: E402
+
+from lessonkit.grading import grade  # noqa: E402
 from lessonkit.grading.engine import call_in_process, evaluate
 from lessonkit.grading.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 TIMEOUT_S = "2"
+OPTIONS = grade.Options(grade.Setup(timeout_s=10), seed=7)
 
 
 def _solution(name: str) -> nbformat.NotebookNode:
@@ -40,23 +46,10 @@ def _write(folder: Path, name: str, nb: nbformat.NotebookNode) -> Path:
     return folder / name
 
 
-PARTIAL = """
-def read_stream(chunks):
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    buffer, text, complete = "", "", False
-    for chunk in chunks:
-        buffer += decoder.decode(chunk)
-        if "\\n\\n" in buffer:  # handles one event per chunk
-            event, buffer = buffer.split("\\n\\n", 1)
-            if event.startswith(":"):
-                continue
-            data = event.removeprefix("data: ")
-            if data == "[DONE]":
-                complete = True
-            else:
-                text += json.loads(data)["delta"]
-    return text, complete
-"""
+# handles one event per chunk: `if` instead of `while`
+PARTIAL = textwrap.dedent(LESSON_READER).replace(
+    'while "\\n\\n" in buffer:', 'if "\\n\\n" in buffer:'
+)
 
 TAMPER_CELLS = [
     # Redefine check so every check cell "passes" and prints so.
@@ -133,49 +126,35 @@ def graded_class(tmp_path_factory):
     (folder / "corrupt.ipynb").write_bytes(b"\x00\xffnot a notebook{")
     hashes = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
     out, feedback = tmp / "grades.csv", tmp / "feedback"
-    args = argparse.Namespace(
-        submissions=[str(folder)],
-        out=str(out),
-        feedback=str(feedback),
-        timeout=float(TIMEOUT_S),
-        jobs=2,
-    )
+    args = _args([folder], out, feedback, timeout=float(TIMEOUT_S), jobs=2)
     assert grade.main(args) == 0
     text = out.read_text(encoding="utf-8")
-    rows = {Path(r["submission"]).name: r for r in csv.DictReader(text.splitlines())}
+    rows = {r["learner"]: r for r in csv.DictReader(text.splitlines())}
     return rows, text, folder, hashes, feedback
 
 
-def test_the_csv_has_one_row_per_submission_and_a_column_per_exercise(graded_class):
+def test_the_csv_has_one_row_per_learner_and_a_column_per_exercise(graded_class):
     rows, text, *_ = graded_class
     header = text.splitlines()[0].split(",")
-    assert header == ["submission", "status", "score", "max_score", *EXERCISES, "error"]
+    assert header[:4] == ["learner", "status", "score", "max_score"]
+    assert header[4:] == [*EXERCISES, "flags", "error", "notes", "files"]
     assert sorted(rows) == sorted(
-        [
-            "correct.ipynb",
-            "partial.ipynb",
-            "broken.ipynb",
-            "loop.ipynb",
-            "hang.ipynb",
-            "exit.ipynb",
-            "tamper.ipynb",
-            "corrupt.ipynb",
-        ]
+        ["correct", "partial", "broken", "loop", "hang", "exit", "tamper", "corrupt"]
     )
 
 
 def test_a_correct_submission_gets_full_points(graded_class):
-    row = graded_class[0]["correct.ipynb"]
+    row = graded_class[0]["correct"]
     assert (row["status"], row["read_stream"], row["score"]) == ("ok", "30", "30")
 
 
 def test_a_partial_submission_gets_part_of_the_points(graded_class):
-    row = graded_class[0]["partial.ipynb"]
+    row = graded_class[0]["partial"]
     assert row["status"] == "ok" and 0 < float(row["read_stream"]) < 30
 
 
 def test_a_broken_submission_scores_zero_but_is_graded(graded_class):
-    row = graded_class[0]["broken.ipynb"]
+    row = graded_class[0]["broken"]
     assert (row["status"], row["read_stream"]) == ("ok", "0")
 
 
@@ -183,27 +162,27 @@ def test_a_function_that_loops_forever_is_stopped_and_its_try_it_cell_does_not_h
     graded_class,
 ):
     # try_it runs nothing while grading, so the notebook itself finishes: only the calls time out.
-    row = graded_class[0]["loop.ipynb"]
+    row = graded_class[0]["loop"]
     assert (row["status"], row["read_stream"], row["error"]) == ("ok", "0", "")
 
 
 def test_notebook_code_that_never_finishes_is_an_error_row(graded_class):
-    row = graded_class[0]["hang.ipynb"]
+    row = graded_class[0]["hang"]
     assert row["status"] == "error" and "did not finish within 2 s" in row["error"]
 
 
 def test_a_notebook_that_exits_the_interpreter_is_an_error_row(graded_class):
-    row = graded_class[0]["exit.ipynb"]
+    row = graded_class[0]["exit"]
     assert row["status"] == "error" and "ended the Python process" in row["error"]
 
 
 def test_a_corrupt_file_is_an_error_row(graded_class):
-    row = graded_class[0]["corrupt.ipynb"]
+    row = graded_class[0]["corrupt"]
     assert row["status"] == "error" and "not a notebook" in row["error"]
 
 
 def test_tampering_earns_only_what_the_function_itself_earns(graded_class):
-    row = graded_class[0]["tamper.ipynb"]
+    row = graded_class[0]["tamper"]
     honest = evaluate(
         EXERCISES["read_stream"],
         lambda case: call_in_process(lambda chunks: ("", True), case),
@@ -222,13 +201,13 @@ def test_each_submission_gets_a_feedback_file_that_never_shows_hidden_inputs(gra
     *_, feedback = graded_class
     files = sorted(p.name for p in feedback.iterdir())
     assert len(files) == 8
-    partial = next(feedback.glob("*partial.ipynb.txt")).read_text(encoding="utf-8")
+    partial = (feedback / "partial.txt").read_text(encoding="utf-8")
     assert partial.count("FAILED") == 1  # one rule in full per exercise, the rest by name
     assert "FAILED  the whole stream in one chunk" in partial
     assert "hint      After adding a chunk, handle every complete event" in partial
     assert "  - several events in one chunk are all handled" in partial
     assert "日本" not in partial
-    loop = next(feedback.glob("*loop.ipynb.txt")).read_text(encoding="utf-8")
+    loop = (feedback / "loop.txt").read_text(encoding="utf-8")
     assert "no answer within 2 s" in loop
 
 
@@ -237,18 +216,15 @@ def test_a_learner_folder_of_different_notebooks_is_one_submission(tmp_path):
     _write(alice, "ex1_response_times.ipynb", _solution("ex1_response_times.ipynb"))
     _write(alice, "ex2_read_stream.ipynb", _solution("ex2_read_stream.ipynb"))
     [submission] = grade.find_submissions([tmp_path / "class"])
-    assert submission.name.endswith("alice") and len(submission.notebooks) == 2
-    [row] = grade.grade([submission], timeout_s=10)
+    assert submission.learner == "alice" and len(submission.notebooks) == 2
+    [row] = grade.grade([submission], OPTIONS)
     assert (row.status, row.scores["response_times"], row.scores["read_stream"]) == ("ok", 10, 30)
 
 
 def test_copies_of_the_same_notebook_in_one_folder_are_separate_submissions(tmp_path):
     for name in ("bob.ipynb", "carol.ipynb"):
         _write(tmp_path, name, _solution("ex2_read_stream.ipynb"))
-    assert [Path(s.name).name for s in grade.find_submissions([tmp_path])] == [
-        "bob.ipynb",
-        "carol.ipynb",
-    ]
+    assert [s.learner for s in grade.find_submissions([tmp_path])] == ["bob", "carol"]
 
 
 def test_moved_extra_and_deleted_cells_and_a_reused_name_do_not_matter(tmp_path):
@@ -259,7 +235,7 @@ def test_moved_extra_and_deleted_cells_and_a_reused_name_do_not_matter(tmp_path)
     code.append(nbformat.v4.new_code_cell("print('an extra cell')"))
     nb.cells = code
     path = _write(tmp_path, "shuffled.ipynb", nb)
-    [row] = grade.grade(grade.find_submissions([path]), timeout_s=10)
+    [row] = grade.grade(grade.find_submissions([path]), OPTIONS)
     assert (row.status, row.scores["read_stream"]) == ("ok", 30)
 
 
@@ -279,19 +255,25 @@ def test_a_function_that_ends_its_process_stops_only_its_own_exercise(tmp_path):
         "import os\ndef read_stream(chunks):\n    os._exit(1)",
         "def response_times(p, t, n):\n    return {'streaming_first_ms': p + t, 'blocking_first_ms': p + n * t, 'total_ms': p + n * t}",
     )
-    [row] = grade.grade(grade.find_submissions([_write(tmp_path, "quits.ipynb", nb)]), timeout_s=10)
+    [row] = grade.grade(grade.find_submissions([_write(tmp_path, "quits.ipynb", nb)]), OPTIONS)
     assert (row.status, row.scores["read_stream"], row.scores["response_times"]) == ("ok", 0, 10)
     assert "read_stream ended the process running it" in row.feedback
 
 
-def _args(submissions, out, feedback=None) -> argparse.Namespace:
-    return argparse.Namespace(
-        submissions=[str(s) for s in submissions],
-        out=str(out),
-        feedback=None if feedback is None else str(feedback),
-        timeout=10.0,
-        jobs=1,
-    )
+def _args(submissions, out, feedback=None, **options) -> argparse.Namespace:
+    """Return the parsed command line of `lessonkit grade` (as the CLI would build it)."""
+    from lessonkit import cli
+
+    argv = ["grade", *[str(s) for s in submissions], "--out", str(out), "--seed", "7"]
+    if feedback is not None:
+        argv += ["--feedback", str(feedback)]
+    argv += ["--timeout", str(options.pop("timeout", 10.0)), "-j", str(options.pop("jobs", 1))]
+    for flag, value in options.items():
+        if value is True:
+            argv.append("--" + flag.replace("_", "-"))
+        else:
+            argv += ["--" + flag.replace("_", "-"), str(value)]
+    return cli.build_parser("grade").parse_args(argv)
 
 
 def test_a_submission_path_that_does_not_exist_exits_2_and_grades_nothing(tmp_path, capsys):
@@ -352,7 +334,7 @@ def test_graded_feedback_of_an_untouched_stub_says_it_still_raises_not_implement
         "ex1.ipynb",
         nbformat.read(ROOT / "exercises" / "ex1_response_times.ipynb", as_version=4),
     )
-    [row] = grade.grade(grade.find_submissions([path]), timeout_s=10)
+    [row] = grade.grade(grade.find_submissions([path]), OPTIONS)
     assert (
         "response_times: not attempted yet -- the stub still raises NotImplementedError"
         in row.feedback

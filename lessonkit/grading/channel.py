@@ -3,10 +3,13 @@
 ``Channel(read_fd, write_fd, stop)`` talks to ``lessonkit.grading.child`` (a
 fresh interpreter, for ``lessonkit grade``) or to a forked copy of the kernel
 (the notebook's ``check``); both speak the protocol that ``child`` describes.
-``Channel.call(name, case, limit_s) -> Outcome`` never raises for what the
-other side does: silence past the limit is a time-out, a closed pipe or
-garbage is ``ChildGone``, reported as an Outcome. Exercise 5's fetch requests
-are served here, from the case's ``Served`` argument.
+``Channel.call_many(name, cases, limit_s) -> [Outcome]`` sends a rule's cases
+in one request and reads one reply per case (``call`` sends one); it never
+raises for what the other side does: silence past the limit is a time-out, a
+closed pipe, garbage or the child's host reporting that the notebook's process
+ended (``ended``) is ``ChildGone``, reported as an Outcome. Exercise 5's fetch
+requests are served here, from the case's ``Served`` argument. Each case's
+arguments are encoded once per process and reused for every learner.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from __future__ import annotations
 import json
 import os
 import select
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lessonkit.grading.codec import Served, encode_args, to_jsonable
@@ -40,10 +44,15 @@ class Channel:
         self._stop = stop
         self._buffer = b""
         self.alive = True
+        self.ended: dict | None = None  # the host's {"op": "ended", ...} once it came
 
     def send(self, message: dict) -> None:
         """Send one message; a dead child raises ChildGone."""
-        data = (json.dumps(message) + "\n").encode("utf-8")
+        self.send_line(json.dumps(message))
+
+    def send_line(self, line: str) -> None:
+        """Send one JSON text as a line; a dead child raises ChildGone."""
+        data = (line + "\n").encode("utf-8")
         try:
             view = memoryview(data)
             while view:
@@ -80,32 +89,47 @@ class Channel:
         if not isinstance(message, dict):
             self.close()
             raise ChildGone("the process running the code sent garbage")
+        if message.get("op") == "ended":
+            self.ended = message
+            raise ChildGone(PROCESS_ENDED)
         return message
 
     def call(self, name: str, case: Case, limit_s: float) -> Outcome:
         """Return the Outcome of name(*case.args) in the child; fetch requests are served here."""
+        return self.call_many(name, [case], limit_s)[0]
+
+    def call_many(self, name: str, cases: Sequence[Case], limit_s: float) -> list[Outcome]:
+        """Return the Outcomes of name(*case.args) for each case, in one request.
+
+        Stops after a time-out or a gone child: the list is then shorter than
+        ``cases`` and ends with that outcome.
+        """
         if not self.alive:
-            return Outcome(timed_out=True)
-        fake = next((a.serving() for a in case.args if isinstance(a, Served)), None)
+            return [Outcome(timed_out=True)]
+        fakes = [next((a.serving() for a in c.args if isinstance(a, Served)), None) for c in cases]
+        outcomes: list[Outcome] = []
         try:
-            self.send(
-                {
-                    "op": "call",
-                    "name": name,
-                    "args": encode_args(case.args),
-                    "limit_s": limit_s,
-                }
-            )
-            while True:
-                message = self.receive(limit_s + self.grace_s)
-                if message is None:
-                    return Outcome(timed_out=True, requests=_requests(fake))
-                if message.get("op") == "fetch" and fake is not None:
-                    self._serve_fetch(fake, message.get("last_event_id"))
-                    continue
-                return _outcome(message, fake)
+            head = json.dumps({"op": "calls", "name": name, "limit_s": limit_s})
+            self.send_line(f'{head[:-1]}, "cases": [{",".join(_encoded(c) for c in cases)}]}}')
+            for fake in fakes:
+                while True:
+                    message = self.receive(limit_s + self.grace_s)
+                    if message is None:
+                        outcomes.append(Outcome(timed_out=True, requests=_requests(fake)))
+                        return outcomes
+                    if message.get("op") == "fetch" and fake is not None:
+                        self._serve_fetch(fake, message.get("last_event_id"))
+                        continue
+                    break
+                outcomes.append(_outcome(message, fake))
+                if outcomes[-1].timed_out:
+                    return outcomes
         except ChildGone as exc:
-            return Outcome(error=str(exc), error_type="ChildGone", requests=_requests(fake))
+            fake = fakes[len(outcomes)] if len(outcomes) < len(fakes) else None
+            outcomes.append(
+                Outcome(error=str(exc), error_type="ChildGone", requests=_requests(fake))
+            )
+        return outcomes
 
     def _serve_fetch(self, fake: Any, last_event_id: Any) -> None:
         if last_event_id is not None and not isinstance(last_event_id, str):
@@ -149,16 +173,35 @@ class Channel:
         self.close()
 
 
+_encoded_args: dict[int, tuple[Case, str]] = {}
+_encoded_lock = threading.Lock()
+
+
+def _encoded(case: Case) -> str:
+    """Return the JSON text of a case's arguments, encoded once per case in this process."""
+    known = _encoded_args.get(id(case))
+    if known is not None and known[0] is case:
+        return known[1]
+    text = json.dumps(encode_args(case.args))
+    with _encoded_lock:
+        if len(_encoded_args) > 50_000:
+            _encoded_args.clear()
+        _encoded_args[id(case)] = (case, text)
+    return text
+
+
 def _requests(fake: Any) -> tuple | None:
     return tuple(fake.requests) if fake is not None else None
 
 
 def _outcome(message: dict, fake: Any) -> Outcome:
     op = message.get("op")
+    listed = message.get("used")
+    used = tuple(str(u)[:200] for u in listed[:20]) if isinstance(listed, list) else ()
     if op == "result":
-        return Outcome(value=message.get("value"), requests=_requests(fake))
+        return Outcome(value=message.get("value"), requests=_requests(fake), used=used)
     if op == "timeout":
-        return Outcome(timed_out=True, requests=_requests(fake))
+        return Outcome(timed_out=True, requests=_requests(fake), used=used)
     if op == "raised":
         kind = str(message.get("type", "Exception"))
         text = str(message.get("message", ""))
@@ -169,5 +212,6 @@ def _outcome(message: dict, fake: Any) -> Outcome:
             where=str(where) if where else None,
             requests=_requests(fake),
             detail=str(message["detail"]) if message.get("detail") is not None else None,
+            used=used,
         )
     return Outcome(error="an unexpected reply", error_type="Protocol", requests=_requests(fake))

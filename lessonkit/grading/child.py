@@ -7,22 +7,33 @@ learner's code) compares them with the reference. So a submission that
 redefines ``check``, patches ``lessonkit`` or prints "passed" changes nothing
 the grader believes.
 
+One child serves one learner, inside that learner's sandbox
+(``lessonkit.grading.sandbox``): it sets up the sandbox's guard
+(``guard.child_setup``), imports the course once and records calls into the
+course's own answers (``integrity.install``), then runs each of the learner's
+notebooks in a forked copy of itself, so no notebook pays for an interpreter
+and the imports again and no notebook's state leaks into the next.
+
 The protocol is one JSON object per line. Grader -> child, on stdin::
 
-    {"op": "run", "cells": [source, ...], "names": [...], "values": [...], "exec_limit_s": 30}
+    {"op": "notebook", "cells": [source, ...], "names": [...], "values": [...], "exec_limit_s": 30}
+    {"op": "calls", "name": "read_stream", "cases": [[arg, ...], ...], "limit_s": 3}
     {"op": "call", "name": "read_stream", "args": [...], "limit_s": 3}
     {"op": "value", "name": "now_change_it"}
     {"op": "fetched", "chunks": [...]}   /   {"op": "fetch_failed", "message": "..."}
-    {"op": "quit"}
+    {"op": "quit"}     (ends the notebook; a second one, or the end of input, ends the child)
 
 Child -> grader, on the stdout it had at start (fd 1 then points to /dev/null)::
 
-    {"op": "ready", "found": [...], "cell_errors": [...], "stopped": "..."}
-    {"op": "result", "value": ...}  /  {"op": "raised", "type": ..., "message": ..., "where": ...}
+    {"op": "ready", "found": [...], "cell_errors": [...], "stopped": "...",
+     "cell_used": [...], "copied": {name: [...]}, "tampered": [...]}
+    {"op": "result", "value": ..., "used": [...]}  /  {"op": "raised", "type": ..., ...}
     {"op": "timeout"}  /  {"op": "fetch", "last_event_id": ...}
+    {"op": "ended", "code": N} or {"op": "ended", "signal": N}   (the notebook's process ended)
 
-``serve`` is shared with the notebook's ``check``, whose forked child speaks
-the same protocol.
+A "calls" request gets one reply per case, in order, and stops after a
+"timeout". ``serve`` is shared with the notebook's ``check``, whose forked
+child speaks the same protocol.
 """
 
 from __future__ import annotations
@@ -36,9 +47,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from lessonkit.grading import guard, integrity
 from lessonkit.grading.codec import (
     decode_args,
     error_detail,
+    from_jsonable,
     learner_line,
     materialize,
     to_jsonable,
@@ -101,35 +114,12 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise CallTimeout
 
 
-def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None:
-    """Answer call and value requests until "quit" or the end of input."""
-
-    def fetch(last_event_id: str | None = None) -> list[bytes]:
-        if last_event_id is not None and not isinstance(last_event_id, str):
-            last_event_id = str(last_event_id)
-        wire.send({"op": "fetch", "last_event_id": last_event_id})
-        reply = wire.receive()
-        if reply is None or reply.get("op") != "fetched":
-            message = "fetch failed" if reply is None else reply.get("message", "fetch failed")
-            raise RuntimeError(message)
-        return decode_args(reply["chunks"])
-
-    while True:
-        request = wire.receive()
-        if request is None or request.get("op") == "quit":
-            return
-        name = request.get("name", "")
-        target = lookup(name)
-        if request.get("op") == "value":
-            wire.send({"op": "result", "value": to_jsonable(target)})
-            continue
-        if not callable(target):
-            wire.send({"op": "raised", "type": "LookupError", "message": f"no function {name}"})
-            continue
-        args = decode_args(request.get("args", []), fetch)
+def _call(target: Callable[..., Any], args: list, limit_s: Any, use_alarm: bool) -> dict:
+    """Return the reply to one call of the learner's function, with the course answers it used."""
+    with integrity.recording() as used:
         try:
             if use_alarm:
-                _arm(request.get("limit_s"))
+                _arm(limit_s)
             try:
                 value = materialize(target(*args))
             finally:
@@ -146,7 +136,44 @@ def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None:
                 "where": learner_line(exc.__traceback__),
                 "detail": error_detail(exc),
             }
-        wire.send(reply)
+    if used:
+        reply["used"] = list(used)
+    return reply
+
+
+def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None:
+    """Answer call, calls and value requests until "quit" or the end of input."""
+
+    def fetch(last_event_id: str | None = None) -> list[bytes]:
+        if last_event_id is not None and not isinstance(last_event_id, str):
+            last_event_id = str(last_event_id)
+        wire.send({"op": "fetch", "last_event_id": last_event_id})
+        reply = wire.receive()
+        if reply is None or reply.get("op") != "fetched":
+            message = "fetch failed" if reply is None else reply.get("message", "fetch failed")
+            raise RuntimeError(message)
+        chunks = from_jsonable(reply["chunks"])
+        return chunks if isinstance(chunks, list) else []
+
+    while True:
+        request = wire.receive()
+        if request is None or request.get("op") == "quit":
+            return
+        name = request.get("name", "")
+        target = lookup(name)
+        op = request.get("op")
+        if op == "value":
+            wire.send({"op": "result", "value": to_jsonable(target)})
+            continue
+        batch = request.get("cases", []) if op == "calls" else [request.get("args", [])]
+        for args in batch:
+            if not callable(target):
+                reply = {"op": "raised", "type": "LookupError", "message": f"no function {name}"}
+            else:
+                reply = _call(target, decode_args(args, fetch), request.get("limit_s"), use_alarm)
+            wire.send(reply)
+            if reply["op"] == "timeout":
+                break
 
 
 def _message(exc: BaseException) -> str:
@@ -207,7 +234,16 @@ def run_cells(
             except BaseException as exc:
                 where = learner_line(exc.__traceback__)
                 message = f"{type(exc).__name__}: {_message(exc)}"
-                errors.append({"cell": index + 1, "error": message, "where": where})
+                errors.append(
+                    {
+                        "cell": index + 1,
+                        "error": message,
+                        "where": where,
+                        "type": type(exc).__name__,
+                    }
+                )
+                if isinstance(exc, OSError) and exc.errno is not None:
+                    errors[-1]["errno"] = exc.errno
             finally:
                 for name in names:
                     if callable(namespace.get(name)):
@@ -222,37 +258,68 @@ def run_cells(
     return found, errors, stopped
 
 
-def _limit_memory() -> None:
-    try:
-        import resource
+def run_notebook(wire: Wire, setup: dict) -> None:
+    """Run one notebook's cells (recording course answers they call), report, then serve calls."""
+    names, values = list(setup.get("names", [])), list(setup.get("values", []))
+    with integrity.recording() as cell_used:
+        found, errors, stopped = run_cells(
+            list(setup.get("cells", [])), names, values, float(setup.get("exec_limit_s", 30))
+        )
+    copied = {name: integrity.copies(found[name]) for name in names if name in found}
+    wire.send(
+        {
+            "op": "ready",
+            "found": sorted(found),
+            "cell_errors": errors,
+            "stopped": stopped,
+            "cell_used": list(cell_used),
+            "copied": {name: names for name, names in copied.items() if names},
+            "tampered": integrity.tampering(),
+        }
+    )
+    serve(wire, found.get, use_alarm=True)
 
-        limit = 3 << 30  # 3 GiB of address space: a runaway list fails, not the machine
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ImportError, ValueError, OSError):
-        pass
+
+def _host(wire: Wire) -> int:
+    """Run each "notebook" request in a forked copy of this process, one after the other."""
+    while True:
+        request = wire.receive()
+        if request is None or request.get("op") == "quit":
+            return 0
+        if request.get("op") != "notebook":
+            return 2
+        with guard.trusted():  # the host's own fork is not the learner's
+            pid = os.fork()
+        if pid == 0:
+            try:
+                run_notebook(wire, request)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        wire.buffer = b""  # what the notebook's process read is its own
+        if os.WIFSIGNALED(status):
+            wire.send({"op": "ended", "signal": os.WTERMSIG(status)})
+        else:
+            wire.send({"op": "ended", "code": os.waitstatus_to_exitcode(status)})
 
 
 def main() -> int:
-    """Run the protocol on the original stdin/stdout; learner output goes nowhere."""
+    """Serve one learner's notebooks on the original stdin/stdout; learner output goes nowhere."""
+    guard.child_setup()  # first: the sandbox's guard sees everything after it
     read_fd, write_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
+    os.close(null)
     sys.stdin = io.StringIO("")
     sys.stdout = sys.stderr = _Discard()
-    _limit_memory()
     signal.signal(signal.SIGALRM, _on_alarm)
-    wire = Wire(read_fd, write_fd)
-    setup = wire.receive()
-    if setup is None or setup.get("op") != "run":
-        return 2
-    names, values = list(setup.get("names", [])), list(setup.get("values", []))
-    found, errors, stopped = run_cells(
-        list(setup.get("cells", [])), names, values, float(setup.get("exec_limit_s", 30))
-    )
-    wire.send({"op": "ready", "found": sorted(found), "cell_errors": errors, "stopped": stopped})
-    serve(wire, found.get, use_alarm=True)
-    return 0
+    from lessonkit.grading.exercises import EXERCISES  # the notebooks' imports, loaded once
+
+    len(EXERCISES)  # built here once, not in every notebook's process
+
+    integrity.install()
+    return _host(Wire(read_fd, write_fd))
 
 
 if __name__ == "__main__":

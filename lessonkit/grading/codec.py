@@ -4,7 +4,8 @@ The learner's function runs in another process (a forked copy of the kernel,
 or ``python -m lessonkit.grading.child``); what it returns comes back as JSON:
 bytes as ``{"__bytes__": base64}``, tuples as lists, anything else as its repr
 (``{"__repr__": ..., "__type__": ...}``). A generator's items are collected
-first (``materialize``), so ``yield`` is a fine way to write an answer.
+first (``materialize``), so ``yield`` is a fine way to write an answer. A list of
+chunks, the usual argument, travels as one base64 text and the chunk sizes.
 
 An argument that must stay in the grader's process (exercise 5's scripted
 server) is a ``Served``: it crosses as a placeholder, and the learner's code
@@ -67,6 +68,10 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, (list, tuple)):
+        if len(value) > 1 and all(isinstance(item, bytes) for item in value):
+            # a list of chunks, the usual argument: one base64 text and the sizes
+            joined = base64.b64encode(b"".join(value)).decode("ascii")
+            return {"__chunks__": joined, "sizes": [len(item) for item in value]}
         return [to_jsonable(item, _depth + 1) for item in value]
     if isinstance(value, dict):
         return {str(key): to_jsonable(item, _depth + 1) for key, item in value.items()}
@@ -93,8 +98,20 @@ def from_jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         if set(value) == {"__bytes__"}:
             return base64.b64decode(value["__bytes__"])
+        if set(value) == {"__chunks__", "sizes"} and isinstance(value["sizes"], list):
+            return _chunks(value["__chunks__"], value["sizes"])
         return {key: from_jsonable(item) for key, item in value.items()}
     return value
+
+
+def _chunks(encoded: Any, sizes: list) -> list[bytes]:
+    """Return the list of chunks that ``to_jsonable`` packed as one base64 text and sizes."""
+    data = base64.b64decode(encoded)
+    out, start = [], 0
+    for size in sizes:
+        out.append(data[start : start + int(size)])
+        start += int(size)
+    return out
 
 
 def encode_args(args: Sequence[Any]) -> list[Any]:

@@ -5,32 +5,50 @@
   functions that say how a result is compared (``same``), checked for shape
   (``shape``: "must return a tuple") and shown (``show_input``,
   ``show_value``). A ``Rule`` is one behaviour in words ("a character split
-  across chunks survives"), a hint, and ``cases()``: the inputs (``Case``)
-  that test it. The reference answer of every case is computed by the
-  exercise's module (``ex2_read_stream.reference`` ...), never stored.
+  across chunks survives"), the points it is worth, a hint, the mistake it is
+  about (``cause``) and its inputs (``Case``). The reference answer of every
+  case is computed by the exercise's module (``ex2_read_stream.reference`` ...),
+  never stored.
+* **Points.** Each rule declares its points (the lesson's core behaviour is
+  worth more than an edge case); an exercise's points are their sum, and a
+  rule earns its points only when every one of its cases passes. The exercise
+  intros print the same table.
 * **Public vs hidden.** ``Rule(hidden=True)`` runs only at grading
-  (``lessonkit grade``); its feedback names the rule and what came back, never
-  the input. Everything else runs in the notebook's ``check``.
+  (``lessonkit grade``); its inputs are drawn from the instructor's seed
+  (``cases(seed)``), so no hidden input is written anywhere in the package, and
+  its feedback names the rule and what came back, never the input. Every
+  hidden rule extends a public one of the same kind (``Rule.extends``), so
+  nothing is a surprise at grading. Everything else runs in ``check``.
 * **Shrinking.** There is no search: each rule's cases are sorted by
-  ``Case.size`` (bytes, then chunks) and a rule stops at its first failing
-  case, so the input shown is the smallest one that breaks the function. A case
-  may carry ``control`` arguments (the same input without the feature the rule
-  is about, e.g. without the empty chunks): a failure counts for the rule only
-  when the control passes, so the rule never blames a bug that another rule is
-  about.
-* **Running and reporting.** ``evaluate`` walks the rules and returns a
-  ``Report``; ``Report.text()`` is the feedback (``lessonkit.grading.feedback``).
+  ``Case.size`` (bytes, then chunks) and a rule fails at its first failing
+  case, so the input shown is the smallest one that breaks the function. A
+  case may carry ``control`` arguments (the same input without the feature the
+  rule is about, e.g. without the empty chunks): a failure counts for the rule
+  only when the control passes, so the rule never blames a bug that another
+  rule is about.
+* **Which bug.** ``Exercise.diagnose(case, outcome)`` names the mistake behind a
+  failure (a ``cause``, read from what came back); the hint shown is the hint
+  of the rule about that cause, and the feedback says "probably the same
+  cause" only for failures diagnosed alike.
+* **The course's own answer.** An outcome lists the course functions the call
+  ran into (``Outcome.used``, recorded by ``lessonkit.grading.integrity`` in the
+  process that ran it). Those the exercise does not allow make the report's
+  score 0 and its headline say so, unless ``allow_lessonkit`` is given.
+* **Running.** The caller passes ``run(case) -> Outcome`` or, faster across a
+  process boundary, ``run_many(cases) -> [Outcome]`` (one round trip per
+  rule). Cases and reference answers are built once per exercise, seed and
+  mode (``plan``) and shared by every learner graded in this process.
 
-This module never runs learner code itself with a time limit. The caller
-passes ``run(case) -> Outcome``: the notebook's ``check`` runs the learner's
-function in a forked process, ``lessonkit grade`` in a fresh interpreter; the
-reference answers are computed here, in the caller's own process.
+This module never runs learner code itself with a time limit: the notebook's
+``check`` runs the learner's function in a forked process, ``lessonkit grade``
+in a sandboxed interpreter; the reference answers are computed here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lessonkit.grading import feedback
@@ -45,20 +63,26 @@ from lessonkit.grading.codec import (
 
 __all__ = [
     "CALL_LIMIT_S",
+    "DEFAULT_SEED",
     "PROCESS_ENDED",
     "Case",
     "Exercise",
     "Finding",
     "Outcome",
+    "Plan",
     "Report",
     "Rule",
     "call_in_process",
     "evaluate",
     "evaluate_value",
+    "one_at_a_time",
+    "plan",
+    "stops",
     "unanswered",
 ]
 
 CALL_LIMIT_S = 3.0  # one call of the learner's function
+DEFAULT_SEED = 0  # hidden inputs when no seed is given (tests); `lessonkit grade` draws its own
 PROCESS_ENDED = "your function ended the process running it (sys.exit / os._exit?)"
 
 
@@ -84,17 +108,37 @@ class Outcome:
     timed_out: bool = False
     requests: tuple | None = None  # resume: the Last-Event-ID of each fetch call
     detail: str | None = None  # JSONDecodeError: the start of the text it could not parse
+    used: tuple[str, ...] = ()  # course answers the call ran into (lessonkit.grading.integrity)
+
+
+def stops(outcome: Outcome) -> bool:
+    """Return True for an outcome after which no call can run: a time-out or a gone process."""
+    return outcome.timed_out or outcome.error_type == "ChildGone"
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A behaviour the exercise asks for, checked on a list of cases."""
+    """A behaviour the exercise asks for, its points, and the cases that check it.
+
+    ``cases()`` builds the inputs of a public rule; a hidden rule's
+    ``cases(seed)`` draws them from the grading seed. ``cause`` names the
+    mistake the rule is about ("decode", "while", ...): a failure elsewhere
+    diagnosed as that mistake gets this rule's hint. ``extends`` (hidden rules)
+    names the public rule whose kind of input it tests more of.
+    """
 
     name: str
     hint: str
-    cases: Callable[[], list[Case]]
+    cases: Callable[..., list[Case]] = field(repr=False)
     hidden: bool = False
     control_hint: str = ""  # shown when every failing case's control failed too
+    points: float = 1.0
+    cause: str = ""
+    extends: str = ""
+
+    def draw(self, seed: int = DEFAULT_SEED) -> list[Case]:
+        """Return this rule's cases; a hidden rule draws them from ``seed``."""
+        return list(self.cases(seed) if self.hidden else self.cases())
 
 
 @dataclass(frozen=True)
@@ -110,6 +154,13 @@ class Finding:
     got: str = ""
     hint: str = ""
     not_run: bool = False
+    max_points: float = 1.0
+    cause: str = ""  # the mistake diagnosed for this failure ("" when passed or unknown)
+
+    @property
+    def points(self) -> float:
+        """Return the points earned: all of the rule's when it passed, else none."""
+        return self.max_points if self.passed else 0.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +177,9 @@ class Report:
     graded: bool = False  # True when hidden rules ran too
     has_hidden: bool = True  # the exercise has rules that only grading runs
     kind: str = "function"  # "value": the learner fills in answers instead of a function
+    integrity: tuple[str, ...] = ()  # course answers used that the exercise does not allow
+    allowed_use: tuple[str, ...] = ()  # ... used, but accepted (allow_lessonkit)
+    advice: str = ""  # what to do instead ("write your own reader")
 
     @property
     def passed_rules(self) -> int:
@@ -139,15 +193,23 @@ class Report:
 
     @property
     def passed(self) -> bool:
-        """Return True when every rule checked passed (and there were rules)."""
-        return bool(self.findings) and all(f.passed for f in self.findings)
+        """Return True when every rule checked passed (and there were rules) on honest code."""
+        return bool(self.findings) and all(f.passed for f in self.findings) and not self.integrity
+
+    @property
+    def earned(self) -> float:
+        """Return the points of the rules that passed (before the integrity verdict)."""
+        return round(sum(f.points for f in self.findings), 2)
+
+    @property
+    def checked_points(self) -> float:
+        """Return the points the rules that were due carry (all of them when graded)."""
+        return round(sum(f.max_points for f in self.findings), 2)
 
     @property
     def score(self) -> float:
-        """Return the points earned: points times the share of rules passed, 2 decimals."""
-        if not self.findings:
-            return 0.0
-        return round(self.points * self.passed_rules / self.total_rules, 2)
+        """Return the points earned; 0 while the function hands its work to the course's answer."""
+        return 0.0 if self.integrity else self.earned
 
     def text(self) -> str:
         """Return the feedback as plain text (stable: no times, no addresses)."""
@@ -171,11 +233,72 @@ class Exercise:
     show_input: Callable[[Case], str] = field(default=lambda case: repr(case.args), repr=False)
     show_value: Callable[[Any], str] = field(default=lambda value: repr(value), repr=False)
     got_of: Callable[[Outcome], Any] = field(default=lambda outcome: outcome.value, repr=False)
-    # A hint picked from what came back (an error type, a telltale text), or None for the
-    # rule's own hint: so a learner with one bug reads the hint for that bug.
+    # The mistake behind a failure, read from what came back (an error type, a telltale
+    # text), or None: its hint is taken from `hints` (by default the rule with that cause).
     diagnose: Callable[[Case, Outcome], str | None] = field(
         default=lambda case, outcome: None, repr=False
     )
+    extra_hints: dict[str, str] = field(default_factory=dict, repr=False)
+    # What from lessonkit the function may call (module prefixes such as "lessonkit.sse"),
+    # and what to write instead of the course's answer ("reader", "timing formula").
+    allowed: tuple[str, ...] = ()
+    own_work: str = "code"
+
+    @property
+    def hints(self) -> dict[str, str]:
+        """Return cause -> hint: each rule's hint under its cause, plus the extra ones."""
+        found = {rule.cause: rule.hint for rule in self.rules if rule.cause}
+        return {**found, **self.extra_hints}
+
+
+# ---------------------------------------------------------------------------
+# Cases and reference answers, built once and shared by every learner
+
+
+class Plan:
+    """The sorted cases of each due rule of one exercise, and their reference answers."""
+
+    def __init__(self, exercise: Exercise, hidden: bool, seed: int) -> None:
+        self.exercise = exercise
+        self.rules = [
+            (rule, sorted(rule.draw(seed), key=lambda case: case.size))
+            for rule in exercise.rules
+            if hidden or not rule.hidden
+        ]
+        self._expected: dict[int, tuple[Case, Any]] = {}
+        self._controls: dict[int, tuple[Case, Case]] = {}
+
+    def control(self, case: Case) -> Case:
+        """Return the control case of ``case`` (built once, so its answer is computed once)."""
+        known = self._controls.get(id(case))
+        if known is None or known[0] is not case:
+            known = self._controls[id(case)] = (case, Case(case.rule, case.control, case.size))
+        return known[1]
+
+    def expected(self, case: Case) -> Any:
+        """Return the reference answer of ``case`` in its JSON form (computed once)."""
+        known = self._expected.get(id(case))
+        if known is not None and known[0] is case:
+            return known[1]
+        value = to_jsonable(self.exercise.reference(case))
+        self._expected[id(case)] = (case, value)  # the case is kept, so its id stays its own
+        return value
+
+
+_plans: dict[tuple, Plan] = {}
+_plans_lock = threading.Lock()
+
+
+def plan(exercise: Exercise, *, hidden: bool = False, seed: int = DEFAULT_SEED) -> Plan:
+    """Return the (cached) Plan of an exercise for public or graded checks and a seed."""
+    key = (exercise.id, id(exercise), hidden, seed if hidden else None)
+    with _plans_lock:
+        found = _plans.get(key)
+        if found is None or found.exercise is not exercise:
+            if len(_plans) > 64:
+                _plans.clear()
+            found = _plans[key] = Plan(exercise, hidden, seed)
+        return found
 
 
 # ---------------------------------------------------------------------------
@@ -207,92 +330,92 @@ def call_in_process(fn: Callable[..., Any], case: Case) -> Outcome:
     return Outcome(value=to_jsonable(value), requests=requests)
 
 
+Runner = Callable[[Sequence[Case]], list[Outcome]]
+
+
+def one_at_a_time(run: Callable[[Case], Outcome]) -> Runner:
+    """Return run_many(cases) that calls ``run`` on each case, stopping after a stopping outcome."""
+
+    def run_many(cases: Sequence[Case]) -> list[Outcome]:
+        outcomes = []
+        for case in cases:
+            outcomes.append(run(case))
+            if stops(outcomes[-1]):
+                break
+        return outcomes
+
+    return run_many
+
+
 def _shorten(text: str) -> str:
     if len(text) <= SHOWN_CHARS:
         return text
     return text[: SHOWN_CHARS - 40] + f" ... ({len(text)} characters in all)"
 
 
+def _judge_used(
+    exercise: Exercise, used: dict[str, None], allow_lessonkit: bool
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Return (names that cost the points, names accepted) of the course answers used."""
+    barred = tuple(
+        name
+        for name in used
+        if not any(name == a or name.startswith(a + ".") for a in exercise.allowed)
+    )
+    return ((), barred) if allow_lessonkit else (barred, ())
+
+
 def evaluate(
     exercise: Exercise,
-    run: Callable[[Case], Outcome],
+    run: Callable[[Case], Outcome] | None = None,
     *,
+    run_many: Runner | None = None,
     hidden: bool = False,
+    seed: int = DEFAULT_SEED,
     call_limit_s: float = CALL_LIMIT_S,
+    allow_lessonkit: bool = False,
+    used: Sequence[str] = (),
 ) -> Report:
-    """Return the Report of an exercise whose function ``run`` calls on each case.
+    """Return the Report of an exercise whose function ``run`` (or ``run_many``) calls on cases.
 
-    Rules run in order; each stops at its first failing case. A first call
-    that raises NotImplementedError means "not attempted yet". A call that
-    times out or ends the process running it (Outcome.error_type "ChildGone")
-    stops everything; the remaining rules are reported as not run and count
-    as failed.
+    Rules run in order; each fails at its first failing case. A first call that
+    raises NotImplementedError means "not attempted yet". A call that times out
+    or ends the process running it (Outcome.error_type "ChildGone") stops
+    everything; the remaining rules are reported as not run and count as failed.
 
     A failing case with ``control`` arguments counts only when the control
     (the same input without the rule's feature) passes; otherwise the bug is
-    another rule's, and the next case is tried.
+    another rule's, and the next case is tried. ``used`` adds course answers
+    recorded outside the calls (a value exercise's cells).
     """
-    rules = [rule for rule in exercise.rules if hidden or not rule.hidden]
+    if run_many is None:
+        if run is None:
+            raise TypeError("evaluate needs run(case) or run_many(cases)")
+        run_many = one_at_a_time(run)
+    checks = plan(exercise, hidden=hidden, seed=seed)
+    touched: dict[str, None] = dict.fromkeys(used)
     findings: list[Finding] = []
     stopped = ""
     first_call = True
-    for rule in rules:
+    for rule, cases in checks.rules:
         if stopped:
-            findings.append(Finding(rule.name, False, rule.hidden, not_run=True))
+            findings.append(
+                Finding(rule.name, False, rule.hidden, not_run=True, max_points=rule.points)
+            )
             continue
-        cases = sorted(rule.cases(), key=lambda case: case.size)
-        failure: Finding | None = None
-        deferred: Finding | None = None  # the first failure whose control failed too
-        judged = 0  # cases that passed or failed on the rule's own feature
-        checked = 0
-        for case in cases:
-            outcome = run(case)
-            checked += 1
-            if first_call and outcome.error_type == "NotImplementedError":
-                return Report(
-                    exercise.id, exercise.title, exercise.points, not_attempted=True, graded=hidden
-                )
-            first_call = False
-            problem = _problem(exercise, case, outcome, call_limit_s)
-            if problem is None:
-                judged += 1
-                continue
-            expected_value, got_text = problem
-            shown_input = _shorten(exercise.show_input(case))
-            if case.note:
-                shown_input += f"\n            ({case.note})"
-            finding = Finding(
-                rule.name,
-                False,
-                rule.hidden,
-                checked,
-                shown_input=shown_input,
-                expected=_shorten(expected_value),
-                got=_shorten(got_text),
-                hint=_diagnosed(exercise, case, outcome) or rule.hint,
+        outcomes = run_many(cases) if cases else []
+        for outcome in outcomes:
+            touched.update(dict.fromkeys(outcome.used))
+        if first_call and outcomes and outcomes[0].error_type == "NotImplementedError":
+            return Report(
+                exercise.id, exercise.title, exercise.points, not_attempted=True, graded=hidden
             )
-            if _control_fails(exercise, case, outcome, run, call_limit_s):
-                deferred = deferred or finding
-                continue
-            failure = finding
-            if outcome.timed_out:
-                stopped = f"{exercise.id} was stopped after {call_limit_s:g} s"
-            elif outcome.error_type == "ChildGone":
-                stopped = f"{exercise.id} ended the process running it"
-            break
-        if failure is None and deferred is not None and not judged:
-            # No case could be judged: the same input fails even without the feature.
-            failure = Finding(
-                deferred.rule,
-                False,
-                deferred.hidden,
-                checked,
-                shown_input=deferred.shown_input,
-                expected=deferred.expected,
-                got=deferred.got,
-                hint=rule.control_hint or deferred.hint,
-            )
-        findings.append(failure or Finding(rule.name, True, rule.hidden, checked))
+        first_call = False
+        finding, stopped = _judge_rule(
+            exercise, checks, rule, cases, outcomes, run_many, call_limit_s, touched
+        )
+        findings.append(finding)
+    barred, accepted = _judge_used(exercise, touched, allow_lessonkit)
     return Report(
         exercise.id,
         exercise.title,
@@ -301,7 +424,65 @@ def evaluate(
         stopped=stopped,
         graded=hidden,
         has_hidden=any(rule.hidden for rule in exercise.rules),
+        kind=exercise.kind,
+        integrity=barred,
+        allowed_use=accepted,
+        advice=exercise.own_work,
     )
+
+
+def _judge_rule(
+    exercise: Exercise,
+    checks: Plan,
+    rule: Rule,
+    cases: list[Case],
+    outcomes: list[Outcome],
+    run_many: Runner,
+    call_limit_s: float,
+    touched: dict[str, None],
+) -> tuple[Finding, str]:
+    """Return the Finding of one rule from its outcomes, and why checking stops ("" if not)."""
+    deferred: Finding | None = None  # the first failure whose control failed too
+    judged = 0  # cases that passed or failed on the rule's own feature
+    for checked, case in enumerate(cases, 1):
+        if checked > len(outcomes):  # the runner stopped without saying why
+            outcome = Outcome(error=PROCESS_ENDED, error_type="ChildGone")
+        else:
+            outcome = outcomes[checked - 1]
+        problem = _problem(exercise, checks, case, outcome, call_limit_s)
+        if problem is None:
+            judged += 1
+            continue
+        expected_value, got_text = problem
+        shown_input = _shorten(exercise.show_input(case))
+        if case.note:
+            shown_input += f"\n            ({case.note})"
+        cause = _diagnosed(exercise, case, outcome)
+        finding = Finding(
+            rule.name,
+            False,
+            rule.hidden,
+            checked,
+            shown_input=shown_input,
+            expected=_shorten(expected_value),
+            got=_shorten(got_text),
+            hint=exercise.hints.get(cause, rule.hint) if cause else rule.hint,
+            max_points=rule.points,
+            cause=cause or rule.cause,
+        )
+        if _control_fails(exercise, checks, case, outcome, run_many, call_limit_s, touched):
+            deferred = deferred or finding
+            continue
+        if outcome.timed_out:
+            return finding, f"{exercise.id} was stopped after {call_limit_s:g} s"
+        if outcome.error_type == "ChildGone":
+            return finding, f"{exercise.id} ended the process running it"
+        return finding, ""
+    if deferred is not None and not judged:
+        # No case could be judged: the same input fails even without the feature.
+        hint = rule.control_hint or deferred.hint
+        return replace(deferred, hint=hint), ""
+    return Finding(rule.name, True, rule.hidden, len(cases), max_points=rule.points), ""
 
 
 def _diagnosed(exercise: Exercise, case: Case, outcome: Outcome) -> str | None:
@@ -313,26 +494,29 @@ def _diagnosed(exercise: Exercise, case: Case, outcome: Outcome) -> str | None:
 
 def _control_fails(
     exercise: Exercise,
+    checks: Plan,
     case: Case,
     outcome: Outcome,
-    run: Callable[[Case], Outcome],
+    run_many: Runner,
     call_limit_s: float,
+    touched: dict[str, None],
 ) -> bool:
     """Return True when a failing case's control fails too (so the failure is not the rule's)."""
-    if case.control is None or outcome.timed_out or outcome.error_type == "ChildGone":
+    if case.control is None or stops(outcome):
         return False
-    control = Case(case.rule, case.control, case.size)
-    control_outcome = run(control)
-    if control_outcome.timed_out or control_outcome.error_type == "ChildGone":
+    control = checks.control(case)
+    [control_outcome] = run_many([control])[:1] or [Outcome(error_type="ChildGone")]
+    touched.update(dict.fromkeys(control_outcome.used))
+    if stops(control_outcome):
         return False  # report the case itself; checking stops there anyway
-    return _problem(exercise, control, control_outcome, call_limit_s) is not None
+    return _problem(exercise, checks, control, control_outcome, call_limit_s) is not None
 
 
 def _problem(
-    exercise: Exercise, case: Case, outcome: Outcome, call_limit_s: float
+    exercise: Exercise, checks: Plan, case: Case, outcome: Outcome, call_limit_s: float
 ) -> tuple[str, str] | None:
     """Return (expected, got) shown for a failing case, or None when the case passes."""
-    expected = to_jsonable(exercise.reference(case))
+    expected = checks.expected(case)
     if outcome.timed_out:
         return (
             exercise.show_value(expected),
@@ -353,8 +537,18 @@ def _problem(
     return exercise.show_value(expected), exercise.show_value(got)
 
 
-def evaluate_value(exercise: Exercise, value: Any, *, hidden: bool = False) -> Report:
-    """Return the Report of a "value" exercise (answers in a dict) from its JSON data."""
+def evaluate_value(
+    exercise: Exercise,
+    value: Any,
+    *,
+    hidden: bool = False,
+    allow_lessonkit: bool = False,
+    used: Sequence[str] = (),
+) -> Report:
+    """Return the Report of a "value" exercise (answers in a dict) from its JSON data.
+
+    ``used``: course answers the cells that made the dict called (grading records them).
+    """
     if not isinstance(value, dict):
         return Report(
             exercise.id,
@@ -376,7 +570,7 @@ def evaluate_value(exercise: Exercise, value: Any, *, hidden: bool = False) -> R
     def run(case: Case) -> Outcome:
         return Outcome(value=value.get(case.args[0], {"__missing__": True}))
 
-    return evaluate(exercise, run, hidden=hidden)
+    return evaluate(exercise, run, hidden=hidden, allow_lessonkit=allow_lessonkit, used=used)
 
 
 def unanswered(value: Any) -> bool:

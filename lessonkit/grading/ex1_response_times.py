@@ -3,22 +3,32 @@
 The learner returns ``streaming_first_ms``, ``blocking_first_ms`` and
 ``total_ms`` of one answer, the model of the lesson's simulation: the first
 token is visible at prefill + per_token, the last at prefill + n_tokens *
-per_token; blocking shows everything at the end. Each rule checks one key on a
-spread of inputs, so an off-by-one names the key it is in.
+per_token; blocking shows everything at the end. Each rule checks one key, so
+one wrong key costs only that key's points, and the hint names the mistake
+read from the value that came back (the prefill alone, one token too few, a
+rounded time...). The public checks include fractional milliseconds and a
+long answer, the kinds the hidden checks draw more of from the grading seed.
+
+May use from lessonkit: nothing of the timing model (``lessonkit.core.timeline``
+is the course's answer).
 """
 
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 from lessonkit.core import timeline
-from lessonkit.grading.engine import Case, Exercise, Rule
+from lessonkit.grading.engine import Case, Exercise, Outcome, Rule
 from lessonkit.grading.feedback import show_plain
 
-__all__ = ["KEYS", "exercise", "reference"]
+__all__ = ["ALLOWED", "KEYS", "POINTS", "exercise", "reference", "rules"]
 
 KEYS = ("streaming_first_ms", "blocking_first_ms", "total_ms")
+ALLOWED: tuple[str, ...] = ()  # what from lessonkit the function may call
+# key -> (public points, hidden points): the first token is the lesson's point
+POINTS = {"streaming_first_ms": (3, 1), "total_ms": (2, 1), "blocking_first_ms": (2, 1)}
 
 
 def reference(prefill_ms: float, per_token_ms: float, n_tokens: int) -> dict[str, float]:
@@ -26,8 +36,8 @@ def reference(prefill_ms: float, per_token_ms: float, n_tokens: int) -> dict[str
     return timeline.response_times(prefill_ms, per_token_ms, n_tokens).as_dict()
 
 
-def _case(rule: str, *args: float, keys: tuple[str, ...] = KEYS) -> Case:
-    return Case(rule, tuple(args), (args[2], args[0], args[1], keys))
+def _case(key: str, prefill_ms: float, per_token_ms: float, n_tokens: int) -> Case:
+    return Case(key, (prefill_ms, per_token_ms, n_tokens), (n_tokens, prefill_ms, per_token_ms))
 
 
 def _shape(got: Any) -> str | None:
@@ -42,74 +52,134 @@ def _shape(got: Any) -> str | None:
     return None
 
 
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+
+
 def _same(case: Case, expected: Any, got: Any) -> bool:
-    keys = case.size[3]
-    return all(math.isclose(expected[k], got[k], rel_tol=1e-9, abs_tol=1e-6) for k in keys)
+    return _close(expected[case.rule], got[case.rule])
 
 
 def _show_input(case: Case) -> str:
     prefill, per_token, n = case.args
-    keys = case.size[3]
-    checked = "" if keys == KEYS else f"  (checks {', '.join(keys)})"
     return (
         f"response_times(prefill_ms={prefill!r}, per_token_ms={per_token!r}, n_tokens={n!r})"
-        f"{checked}"
+        f"  (checks {case.rule})"
     )
+
+
+def _show_value(value: Any) -> str:
+    return show_plain(value)
+
+
+# What a wrong value tells: the formula the learner most likely wrote (cause -> value).
+def _guesses(prefill: float, per_token: float, n: int) -> dict[str, float]:
+    return {
+        "prefill-only": prefill,
+        "first-twice": prefill + per_token + n * per_token,
+        "one-token-short": prefill + (n - 1) * per_token,
+        "first-at-total": prefill + n * per_token,
+        "blocking-at-first": prefill + per_token,
+    }
+
+
+HINTS = {
+    "first": "The prefill pass produces the first token, but the lesson's timing model charges "
+    "every token one per_token_ms, the first one included: 300 + 40 = 340 ms.",
+    "total": "Count every token, the first one included: prefill_ms + n_tokens * per_token_ms "
+    "(300 + 500 * 40 = 20,300 ms).",
+    "blocking": "Without streaming the whole answer appears at once, when the last token "
+    "exists: at the total time.",
+    "prefill-only": "The prefill pass produces the first token, but the lesson's timing model "
+    "charges every token one per_token_ms, the first one included: prefill_ms + per_token_ms.",
+    "first-twice": "The first token's per_token_ms is already one of the n_tokens steps: "
+    "prefill_ms + n_tokens * per_token_ms, not one step more.",
+    "one-token-short": "Count every token, the first one included: n_tokens steps, "
+    "not n_tokens - 1.",
+    "first-at-total": "With streaming the first token shows as soon as it exists, long "
+    "before the last: prefill_ms + per_token_ms.",
+    "blocking-at-first": "Without streaming nothing shows until the whole answer exists: "
+    "blocking_first_ms is the total time, not the first token's.",
+    "rounded": "Keep the fractional milliseconds: do not round or use int() "
+    "(12.5 + 7.25 = 19.75 ms).",
+}
+
+
+def _diagnose(case: Case, outcome: Outcome) -> str | None:
+    """Return the mistake a wrong value points to (a key of HINTS), or None."""
+    got = outcome.value
+    if outcome.error is not None or not isinstance(got, dict):
+        return None
+    value = got.get(case.rule)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    expected = reference(*case.args)[case.rule]
+    if value != expected and (
+        _close(value, math.floor(expected)) or _close(value, round(expected))
+    ):
+        return "rounded"
+    for cause, guess in _guesses(*case.args).items():
+        if _close(value, guess) and not _close(guess, expected):
+            if cause in ("first-at-total", "prefill-only") and case.rule != "streaming_first_ms":
+                continue
+            if cause == "blocking-at-first" and case.rule != "blocking_first_ms":
+                continue
+            return cause
+    return None
+
+
+LESSON = [(300, 40, 500), (300, 40, 6)]  # the lesson's example and the running example
+SPREAD = [(0, 40, 3), (100, 10, 5), (250, 25, 1), (1000, 5, 200)]
+FRACTIONAL_AND_LONG = [(12.5, 7.25, 33), (300, 40, 4000)]
+
+
+def _hidden_inputs(seed: int) -> list[tuple[float, float, int]]:
+    """Return fractional, long and edge inputs drawn from the grading seed."""
+    rng = random.Random(f"response_times/{seed}")
+    inputs: list[tuple[float, float, int]] = []
+    for _ in range(4):
+        prefill = round(rng.uniform(0, 900), rng.choice((0, 1, 2)))
+        per_token = round(rng.uniform(0.5, 80), rng.choice((1, 2, 3)))
+        inputs.append((prefill, per_token, rng.choice((1, rng.randint(2, 60)))))
+    inputs.append((0, round(rng.uniform(1, 60), 2), rng.randint(5_000, 20_000)))
+    inputs.append((round(rng.uniform(100, 500), 1), round(rng.uniform(1, 9), 3), 1))
+    return inputs
 
 
 def rules() -> tuple[Rule, ...]:
     """Return the rules of exercise 1, public first, then hidden."""
-    first = ("streaming_first_ms",)
-    total = ("total_ms",)
-    blocking = ("blocking_first_ms",)
-    spread = [(0, 40, 3), (100, 10, 5), (250, 25, 1), (1000, 5, 200)]
-
-    def r(name, hint, cases, hidden=False):
-        return Rule(name, hint, lambda: cases, hidden)
-
-    return (
-        r(
-            "the lesson's example: 300 ms prefill, 40 ms per token, 500 tokens -> 20,300 ms",
-            "Total time = prefill + n_tokens * per_token: 300 + 500 * 40.",
-            [_case("lesson", 300, 40, 500)],
-        ),
-        r(
-            "the running example: first token at 340 ms, all six tokens by 540 ms",
-            "The first token needs the prefill and one decode step; blocking waits for all six.",
-            [_case("running", 300, 40, 6)],
-        ),
-        r(
+    public = LESSON + SPREAD + FRACTIONAL_AND_LONG
+    said = {
+        "streaming_first_ms": (
             "streaming shows the first token after prefill plus one token time",
-            "Prefill produces nothing visible by itself: add one per_token_ms for token 0.",
-            [_case("first", *args, keys=first) for args in spread],
+            "first",
         ),
-        r(
-            "total time is prefill plus one step per token",
-            "Count every token, the first one included: prefill_ms + n_tokens * per_token_ms.",
-            [_case("total", *args, keys=total) for args in spread],
-        ),
-        r(
-            "blocking shows nothing until the last token exists",
-            "Without streaming the whole answer appears at once, at the total time.",
-            [_case("blocking", *args, keys=blocking) for args in spread],
-        ),
-        r(
-            "fractional milliseconds and long answers",
-            "Use plain arithmetic on the arguments; do not round.",
-            [
-                _case("hidden", 12.5, 7.25, 33),
-                _case("hidden", 300, 40, 4000),
-                _case("hidden", 20, 3, 10_000),
-            ],
-            hidden=True,
-        ),
-        r(
-            "no prefill, and a one-token answer",
-            "With one token, the first token is also the last one.",
-            [_case("hidden", 0, 40, 10), _case("hidden", 450, 60, 1)],
-            hidden=True,
-        ),
-    )
+        "total_ms": ("total time is prefill plus one step per token", "total"),
+        "blocking_first_ms": ("blocking shows nothing until the last token exists", "blocking"),
+    }
+    out = []
+    for key, (name, cause) in said.items():
+        out.append(
+            Rule(
+                name,
+                HINTS[cause],
+                lambda key=key: [_case(key, *args) for args in public],
+                points=POINTS[key][0],
+                cause=cause,
+            )
+        )
+    for key, (name, cause) in said.items():
+        out.append(
+            Rule(
+                f"{key} on fractional, long and one-token answers",
+                HINTS[cause],
+                lambda seed, key=key: [_case(key, *args) for args in _hidden_inputs(seed)],
+                hidden=True,
+                points=POINTS[key][1],
+                extends=name,
+            )
+        )
+    return tuple(out)
 
 
 def exercise() -> Exercise:
@@ -123,5 +193,9 @@ def exercise() -> Exercise:
         shape=_shape,
         same=_same,
         show_input=_show_input,
-        show_value=show_plain,
+        show_value=_show_value,
+        diagnose=_diagnose,
+        extra_hints={k: v for k, v in HINTS.items() if k not in ("first", "total", "blocking")},
+        allowed=ALLOWED,
+        own_work="timing formula",
     )

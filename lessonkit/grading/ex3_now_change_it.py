@@ -5,75 +5,167 @@ writing a function. The right answers are computed by running the changed
 practice reader of ``lessonkit.core.practice`` (``decode="per-chunk"``,
 ``loop="if"``, a drop at 40 bytes), so they are what the changed code really
 does. Feedback never reveals an answer: the run cell shows what happened.
+
+How answers are compared: what does not matter is normalised -- spaces around
+an answer, one pair of quotes around a text, the case and a ")" or "." of an
+option letter, "true"/"false" written as text, composed or decomposed accents
+-- and what matters is strict: a text must be the reader's text exactly (case,
+spaces and the final period included). Each wrong option has a hint of its
+own, saying why that option cannot be right; a wrong text gets the hint its
+difference calls for (cut short, only the case, the (text, complete) pair...),
+else the question's. The questions are independent, so feedback never says
+they share a cause.
+
+Points: 15 in all; each prediction of a text and each explanation 2, the
+outcome of the 5-byte run and each complete flag 1. May use from lessonkit:
+anything but this module (``reference`` is the answer key).
 """
 
 from __future__ import annotations
 
+import unicodedata
+from dataclasses import dataclass, field
 from typing import Any
 
 from lessonkit.core import network
 from lessonkit.core.practice import PRACTICE_TOKENS, practice_reader, practice_wire
-from lessonkit.grading.engine import Case, Exercise, Rule, unanswered
+from lessonkit.grading.engine import Case, Exercise, Outcome, Rule, unanswered
 from lessonkit.grading.feedback import show_plain
 
-__all__ = ["QUESTIONS", "exercise", "reference"]
+__all__ = ["ALLOWED", "QUESTIONS", "Question", "exercise", "normal_answer", "reference"]
+
+ALLOWED: tuple[str, ...] = ("lessonkit.core", "lessonkit.sse", "lessonkit.client")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One answer of the dict: its key, the rule's words, its kind, points and hints."""
+
+    key: str
+    rule: str
+    kind: str  # "text", "letter" or "bool"
+    points: float
+    hint: str
+    wrong_options: dict[str, str] = field(default_factory=dict)  # letter -> why it is wrong
+
 
 QUESTIONS = (
-    # key, rule text, kind of answer, hint
-    (
+    Question(
         "decode_1000_text",
         "experiment 1, prediction: the text of the 1000-byte run",
         "text",
-        "With 1000-byte pieces the whole stream is one chunk: is any character cut?",
+        2,
+        "With 1000-byte pieces the whole stream arrives as one chunk: what text does the "
+        "reader build from it?",
     ),
-    (
+    Question(
         "decode_5_outcome",
         "experiment 1, prediction: what the 5-byte run does",
         "letter",
+        1,
         "Look at the last line of the original output: b' caf\\xc3'.",
+        {
+            "A": "A piece ends inside 'é' (b' caf\\xc3'): decoding that piece on its own "
+            "cannot give the same text.",
+            "C": "The replacement character '\\ufffd' appears only with errors='replace'; "
+            "chunk.decode('utf-8') is strict.",
+            "D": "The first pieces decode fine and add their text; something must stop the run.",
+        },
     ),
-    (
+    Question(
         "decode_why",
         "experiment 1, explanation",
         "letter",
+        2,
         "Where does the 5-byte cut land inside 'é'?",
+        {
+            "A": "The JSON is parsed only once a whole event is in the buffer, whatever the "
+            "piece size: look at which line raised.",
+            "C": "Nothing was dropped: the run raised UnicodeDecodeError. A strict decode "
+            "raises; it never drops bytes silently.",
+            "D": "Events, [DONE] included, are handled only after their blank line arrives; "
+            "the error came earlier, in decode.",
+        },
     ),
-    (
+    Question(
         "if_1000_text",
         "experiment 2, prediction: the text of the 1000-byte run",
         "text",
+        2,
         "One chunk arrives; how many events does `if` handle, and which one is first?",
     ),
-    (
+    Question(
         "if_1000_complete",
         "experiment 2, prediction: the complete flag of the 1000-byte run",
         "bool",
+        1,
         "Was the [DONE] event ever handled?",
     ),
-    ("if_why", "experiment 2, explanation", "letter", "Count events per chunk."),
-    (
+    Question(
+        "if_why",
+        "experiment 2, explanation",
+        "letter",
+        2,
+        "Count events per chunk.",
+        {
+            "B": "Look at the order of the events on the wire: the first one is the ': ping' "
+            "comment, not [DONE].",
+            "C": "No exception was raised: the run printed a text and a flag.",
+            "D": "The buffer keeps everything after the first event; what is missing is code "
+            "that handles it later.",
+        },
+    ),
+    Question(
         "drop40_text",
         "experiment 3, prediction: the text after a drop at 40 bytes",
         "text",
+        2,
         "Count the bytes: ': ping' and its blank line are 8, the 'Your' event 25.",
     ),
-    (
+    Question(
         "drop40_complete",
         "experiment 3, prediction: the complete flag after a drop at 40 bytes",
         "bool",
+        1,
         "Did [DONE] arrive?",
     ),
-    (
+    Question(
         "drop40_why",
         "experiment 3, explanation",
         "letter",
+        2,
         "What happens to bytes of an event that no blank line has closed?",
+        {
+            "B": "The decoder holds back only the first bytes of a character cut in two; "
+            "'data: {' is plain ASCII.",
+            "C": "The comment is skipped and takes no token's place: 'Your' is still there.",
+            "D": "Count the bytes: byte 40 is inside 'data: {', before any byte of 'é' arrives.",
+        },
     ),
 )
+
+# Hints a wrong text earns from how it differs from the right one (never showing it).
+TEXT_HINTS = {
+    "pair": "Give only the text, a string -- not the (text, complete) pair the reader returns.",
+    "case": "Only upper/lower case differs: write the text exactly as the reader returns it.",
+    "spaces": "Only the spaces differ: each token brings its own leading space.",
+    "short": "Your text is the start of the right one but stops early: compare its last "
+    "characters with what the run printed.",
+    "long": "Your text goes on past the right one: which events were really handled?",
+}
+
+
+_KEY: dict[str, Any] = {}  # the answers, computed once per process
 
 
 def reference() -> dict[str, Any]:
     """Return the right answers, computed by running the changed practice reader."""
+    if not _KEY:
+        _KEY.update(_run_experiments())
+    return dict(_KEY)
+
+
+def _run_experiments() -> dict[str, Any]:
     wire = practice_wire(PRACTICE_TOKENS)
     text_1000, _ = practice_reader(network.cut(wire, 1000), decode="per-chunk")
     try:
@@ -96,25 +188,48 @@ def reference() -> dict[str, Any]:
     }
 
 
-def _normal_answer(kind: str, value: Any) -> Any:
-    if kind == "letter" and isinstance(value, str):
-        return value.strip().strip(")").strip().upper()
-    if kind == "bool" and isinstance(value, str):
-        return {"true": True, "false": False}.get(value.strip().lower(), value)
-    if kind == "text" and isinstance(value, str):
-        stripped = value.strip()
-        if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "'\"":
-            return stripped[1:-1]
-    return value
+def normal_answer(kind: str, value: Any) -> Any:
+    """Return an answer with what does not matter normalised (quotes, a letter's case...)."""
+    if not isinstance(value, str):
+        return value
+    stripped = value.strip()
+    if kind == "letter":
+        letter = stripped.strip("()[]. ").upper()
+        return letter[0] if len(letter) > 1 and not letter[1].isalpha() else letter
+    if kind == "bool":
+        return {"true": True, "false": False}.get(stripped.lower(), value)
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "'\"":
+        stripped = stripped[1:-1]
+    return unicodedata.normalize("NFC", stripped)
+
+
+def _text_mistake(got: str, right: str) -> str | None:
+    """Return the TEXT_HINTS key for how a wrong text differs from the right one, or None."""
+    if not right:
+        return None  # every difference from "" is "too long": the question's hint says more
+    if got.startswith("(") and ("True" in got or "False" in got):
+        return "pair"
+    if got.lower() == right.lower():
+        return "case"
+    if got.split() == right.split():
+        return "spaces"
+    if right.startswith(got) and got:
+        return "short"
+    if got.startswith(right):
+        return "long"
+    return None
 
 
 def exercise() -> Exercise:
     """Return exercise 3: one rule per answer, each compared with ``reference()``."""
-    kinds = {key: kind for key, _, kind, _ in QUESTIONS}
+    by_key = {q.key: q for q in QUESTIONS}
     rules = tuple(
-        Rule(rule, hint, lambda key=key: [Case(key, (key,), ())])
-        for key, rule, _, hint in QUESTIONS
+        Rule(
+            q.rule, q.hint, lambda key=q.key: [Case(key, (key,), ())], points=q.points, cause=q.key
+        )
+        for q in QUESTIONS
     )
+    hints = {f"{q.key}:{letter}": why for q in QUESTIONS for letter, why in q.wrong_options.items()}
 
     def shape(got: Any) -> str | None:
         if isinstance(got, dict) and got.get("__missing__"):
@@ -123,13 +238,22 @@ def exercise() -> Exercise:
             return "no answer yet (still ...)"
         return None
 
-    def same(case: Case, got: Any) -> bool:
-        kind = kinds[case.args[0]]
-        answer = _normal_answer(kind, got)
-        expected = reference()[case.args[0]]
-        if kind == "bool":
-            return answer is expected
-        return answer == expected
+    def same(case: Case, expected: Any, got: Any) -> bool:
+        question = by_key[case.args[0]]
+        answer = normal_answer(question.kind, got)
+        right = reference()[question.key]
+        if question.kind == "bool":
+            return answer is right
+        return answer == right
+
+    def diagnose(case: Case, outcome: Outcome) -> str | None:
+        question = by_key[case.args[0]]
+        answer = normal_answer(question.kind, outcome.value)
+        if question.kind == "letter" and isinstance(answer, str):
+            return f"{question.key}:{answer}" if answer in question.wrong_options else None
+        if question.kind == "text" and isinstance(answer, str):
+            return _text_mistake(answer, reference()[question.key])
+        return None
 
     def show_input(case: Case) -> str:
         return f"now_change_it[{case.args[0]!r}]"
@@ -137,7 +261,7 @@ def exercise() -> Exercise:
     def shown_reference(case: Case) -> Any:
         # Never reveal an answer: the run cell shows what happened, and a prediction
         # copied from feedback teaches nothing.
-        if kinds[case.args[0]] == "letter":
+        if by_key[case.args[0]].kind == "letter":
             shown = "(not shown: rerun the experiment, then compare the options)"
         else:
             shown = "(not shown: compare with what the run cell printed)"
@@ -146,12 +270,16 @@ def exercise() -> Exercise:
     return Exercise(
         "now_change_it",
         "Exercise 3: the three 'now change it' experiments",
-        15,
+        sum(q.points for q in QUESTIONS),
         rules,
         reference=shown_reference,
         kind="value",
         shape=shape,
-        same=lambda case, expected, got: same(case, got),
+        same=same,
         show_input=show_input,
         show_value=show_plain,
+        diagnose=diagnose,
+        extra_hints={**hints, **TEXT_HINTS},
+        allowed=ALLOWED,
+        own_work="predictions",
     )

@@ -5,40 +5,59 @@ answer is complete at ``message_stop``, and ``stop_reason`` comes from
 ``message_delta``. The reference is the course client,
 ``lessonkit.core.client.read_stream(chunks, "anthropic")``. Besides the
 simulated LLM's streams, ``blocks_wire`` writes a message with a thinking
-block and a tool_use block, whose deltas are not text for the screen.
+block and a tool_use block, whose deltas are not text for the screen, and
+``error_wire`` one that an ``error`` event ends (as the real API does when it
+is overloaded): no ``message_stop``, so not complete.
+
+Points per rule (20 in all): the whole stream in one chunk 3; ping events,
+look-alike text, the end, the stop reason and the text_delta rule 2 each; cuts,
+sizes and long answers, split characters, drops and error events 1 each; two
+hidden rules (1 each) draw longer inputs of the public kinds from the grading
+seed. May use from lessonkit: ``lessonkit.sse`` (the wire format: this
+exercise is about what Anthropic's events mean), but no reader of the meaning
+(``lessonkit.client``, ``lessonkit.core.dialects``).
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lessonkit.core import client, llm, network, sse
 from lessonkit.grading.engine import Case, Exercise, Rule
+from lessonkit.grading.mistakes import ANTHROPIC_MISTAKES
 from lessonkit.grading.streams import (
     chunks_case,
     chunks_cases,
     event_ends,
-    hints_of,
     reader_exercise,
     sizes,
     split_inside_characters,
 )
 
-__all__ = ["THINKING", "TOOL_JSON", "blocks_wire", "exercise", "reference", "rules"]
+__all__ = [
+    "ALLOWED",
+    "LOOKALIKE_TOKENS",
+    "THINKING",
+    "TOOL_JSON",
+    "blocks_wire",
+    "error_wire",
+    "exercise",
+    "reference",
+    "rules",
+]
 
-# Which rule's hint fits a diagnosed cause (see streams.stream_diagnosis), and the
-# hints for causes that have no rule of their own here.
-CAUSES = {
-    "decode": "a character split across chunks survives",
-    "comment": "ping events and comments are ignored",
-    "chunk_not_event": "an event cut across two chunks waits for the rest",
-}
+ALLOWED = ("lessonkit.sse",)  # the wire format may come from the course; the meaning may not
+LOOKALIKE_TOKENS = ("Send", " ping", " then", " message_stop", " event: ping", " data: [DONE]", ".")
+# Hints for mistakes that have no rule of their own here.
 EXTRA_HINTS = {
     "append": "Each text_delta carries only the new piece: text += delta['text'], "
     "not text = delta['text'].",
     "while": "After adding a chunk, handle every complete event in the buffer: `while`, not `if`.",
+    "loose-stop": "The answer is complete when an event's type (its event: line) is "
+    "message_stop; a text that contains 'message_stop' is still text.",
 }
 TOOL_JSON = ('{"order_id', '": "A-1042"', ', "text": "', 'where is it?"}')
 THINKING = ("The user asks", " about a delivery date;", " look up the order.")
@@ -53,6 +72,14 @@ def reference(chunks: Iterable[bytes]) -> tuple[str, bool, str | None]:
 
 def _anthropic_wire(answer: llm.Answer, **options: Any) -> bytes:
     return llm.wire_bytes(answer, "anthropic", **options)
+
+
+def error_wire(tokens: Sequence[str], kind: str = "overloaded_error") -> bytes:
+    """Return an Anthropic stream that an ``error`` event ends after ``tokens`` (no message_stop)."""
+    wire = _anthropic_wire(llm.Answer(tuple(tokens), "stop"))
+    cut_at = wire.find(b"event: content_block_stop")
+    error = {"type": "error", "error": {"type": kind, "message": "Overloaded"}}
+    return wire[:cut_at] + sse.encode(json.dumps(error), event="error")
 
 
 def _with_pings(data: bytes) -> bytes:
@@ -152,13 +179,46 @@ def rules() -> tuple[Rule, ...]:
     tool = blocks_wire(("It ships", " on Monday."), tool_json=TOOL_JSON)
     thinks = blocks_wire(("Monday.",), thinking=THINKING, stop_reason="end_turn")
     both = blocks_wire(("Let me check.",), thinking=THINKING, tool_json=TOOL_JSON)
+    lookalike = _anthropic_wire(llm.Answer(LOOKALIKE_TOKENS, "stop"))
+    failed = error_wire(("It ships", " on"))
+    long = [
+        network.random_cuts(_anthropic_wire(llm.long_answer(30 + 9 * s, seed=s)), seed=s)
+        for s in range(2)
+    ]
     c = chunks_cases  # Rule.cases from lists of chunks
+
+    def hidden_blocks(seed: int) -> list[list[bytes]]:
+        rng = random.Random(f"read_anthropic/blocks/{seed}")
+        out = []
+        for k in range(5):
+            tokens = list(llm.long_answer(rng.randint(10, 40), seed=rng.randrange(1 << 30)).tokens)
+            for _ in range(rng.randint(1, 3)):
+                tokens.insert(rng.randrange(len(tokens) + 1), rng.choice(LOOKALIKE_TOKENS[1:-1]))
+            wire = blocks_wire(
+                tokens,
+                thinking=THINKING[: rng.randint(1, 3)] if rng.random() < 0.6 else (),
+                tool_json=TOOL_JSON if k != 2 else (),
+                stop_reason="tool_use" if k != 2 else "end_turn",
+            )
+            out.append(network.random_cuts(wire, seed=rng.randrange(1 << 30), max_piece_bytes=11))
+        return out
+
+    def hidden_length(seed: int) -> list[list[bytes]]:
+        rng = random.Random(f"read_anthropic/length/{seed}")
+        answer = llm.long_answer(rng.randint(20, 50), seed=rng.randrange(1 << 30))
+        wire = _anthropic_wire(llm.Answer(answer.tokens[: rng.randint(5, 15)], "length"))
+        points = sorted(rng.sample(range(len(wire) + 1), 20))
+        return [
+            network.random_cuts(network.drop_after(wire, n), seed=rng.randrange(1 << 30))
+            for n in points
+        ]
 
     return (
         Rule(
             "the whole stream in one chunk",
             "Text is in content_block_delta events, in data['delta']['text'].",
             c("whole", [[running], [one]]),
+            points=3,
         ),
         Rule(
             "ping events and comments are ignored",
@@ -171,6 +231,16 @@ def rules() -> tuple[Rule, ...]:
                     [_anthropic_wire(llm.Answer(("Hi",), "stop"), heartbeat_ms=100)],
                 ],
             ),
+            points=2,
+            cause="comment",
+        ),
+        Rule(
+            "a text that holds 'ping', 'message_stop' or 'event:' is still text",
+            "Tell events by their type (the event: line), never by searching the text: a "
+            "token may contain 'ping' or 'message_stop'.",
+            c("lookalike", [[lookalike], network.cut(lookalike, 9)]),
+            points=2,
+            cause="loose",
         ),
         Rule(
             "complete only after message_stop",
@@ -180,32 +250,43 @@ def rules() -> tuple[Rule, ...]:
                 _noted(chunks_case("complete", [running[:delta_at]]), without_delta),
                 _noted(chunks_case("complete", [running[: ends[-1] - 1]]), half_stop),
             ],
+            points=2,
+            cause="complete",
         ),
         Rule(
             "stop_reason comes from message_delta",
             "Read data['delta']['stop_reason'] of the message_delta event; None until it comes.",
             c("stop", [[short], [running], [running[: ends[1]]]]),
+            points=2,
+            cause="stop",
         ),
         Rule(
             "only text_delta deltas are text: thinking and tool_use blocks are not",
             "Append delta['text'] only when delta['type'] == 'text_delta'; thinking_delta and "
             "input_json_delta pieces are not text for the screen.",
             c("blocks", [[tool], [thinks], [both], network.cut(both, 50)]),
+            points=2,
+            cause="blocks",
         ),
         Rule(
             "an event cut across two chunks waits for the rest",
             "Keep a buffer; handle an event only when its blank line has arrived.",
             c("two-cut", _cuts_near_lines(one)),
+            points=1,
+            cause="chunk_not_event",
         ),
         Rule(
-            "every chunk size gives the same answer",
-            "Try cut(wire, 1): the bytes may arrive one at a time.",
-            c("sizes", [network.cut(running, size) for size in sizes(len(running))]),
+            "every chunk size, and random cuts of long answers, give the same answer",
+            "Try cut(wire, 1) and random cuts of a long answer: the bytes may arrive any way.",
+            c("sizes", [network.cut(running, size) for size in sizes(len(running))] + long),
+            points=1,
         ),
         Rule(
             "a character split across chunks survives",
             "Decode with an incremental UTF-8 decoder.",
             c("utf8", [*split_inside_characters(cafe), network.cut(cafe, 1)]),
+            points=1,
+            cause="decode",
         ),
         Rule(
             "a dropped connection keeps the text so far",
@@ -217,72 +298,44 @@ def rules() -> tuple[Rule, ...]:
                     for n in sorted({*ends, *range(0, len(running), 29)})
                 ],
             ),
+            points=1,
+            cause="drop",
         ),
         Rule(
-            "long answers cut at seeded random points",
-            "Test your reader on random cuts of a long answer.",
-            c(
-                "random",
-                [
-                    network.random_cuts(
-                        _anthropic_wire(llm.long_answer(30 + 9 * s, seed=s)), seed=s
-                    )
-                    for s in range(6)
-                ],
-            ),
-            hidden=True,
+            "an error event ends the answer: not complete",
+            "An `error` event (e.g. overloaded_error) ends the stream early: keep the text so "
+            "far; without message_stop the answer is not complete.",
+            c("error", [[failed], network.cut(failed, 13)]),
+            points=1,
         ),
         Rule(
-            "tool calls and thinking in longer answers, cut at random",
+            "tool calls, thinking and look-alike text in longer answers, cut at random",
             "Only text_delta pieces are text, whatever other blocks the message holds.",
-            c(
-                "blocks-hidden",
-                [
-                    network.random_cuts(
-                        blocks_wire(
-                            llm.long_answer(12 + 5 * s, seed=s).tokens,
-                            thinking=THINKING[: s % 3 + 1] if s % 2 else (),
-                            tool_json=TOOL_JSON if s != 2 else (),
-                            stop_reason="tool_use" if s != 2 else "end_turn",
-                        ),
-                        seed=s,
-                        max_piece_bytes=11,
-                    )
-                    for s in range(5)
-                ],
-            ),
+            lambda seed: chunks_cases("blocks-hidden", hidden_blocks(seed))(),
             hidden=True,
+            extends="only text_delta deltas are text: thinking and tool_use blocks are not",
         ),
         Rule(
             "answers cut by max_tokens, with drops",
             "stop_reason is 'max_tokens' when the limit ended the answer.",
-            c(
-                "length",
-                [
-                    network.random_cuts(
-                        network.drop_after(
-                            _anthropic_wire(llm.answer_for("Where is my parcel?", max_tokens=9)), n
-                        ),
-                        seed=n,
-                    )
-                    for n in range(0, 2600, 83)
-                ],
-            ),
+            lambda seed: chunks_cases("length", hidden_length(seed))(),
             hidden=True,
+            extends="a dropped connection keeps the text so far",
         ),
     )
 
 
 def exercise() -> Exercise:
     """Return exercise 4, graded against ``reference``."""
-    graded = rules()
     return reader_exercise(
         "read_anthropic",
         "Exercise 4: Anthropic's named events",
-        20,
-        graded,
+        rules(),
         reference,
         returns=[("text", (str,)), ("complete", (bool,)), ("stop_reason", (str, type(None)))],
         dialect="anthropic",
-        hints=hints_of(graded, CAUSES) | EXTRA_HINTS,
+        mistakes=ANTHROPIC_MISTAKES,
+        extra_hints=EXTRA_HINTS,
+        allowed=ALLOWED,
+        own_work="reader of the events",
     )

@@ -8,6 +8,12 @@ Last-Event-ID of each call, so a case is right when the text is right and the
 requests are the reference's. Both stay in the grader's process
 (``codec.Served``); the learner's code gets a fetch that asks for each
 connection's chunks.
+
+Points per rule (15 in all): one connection with heartbeats 3; each kind of
+drop 2; a drop just before ``done`` and tokens that look like the protocol 1;
+two hidden rules (1 each) draw long answers with many drops and heartbeats
+from the grading seed. May use from lessonkit: no stream reader (remembering
+the last id of a *complete* event is the exercise).
 """
 
 from __future__ import annotations
@@ -24,9 +30,26 @@ from lessonkit.grading.engine import Case, Exercise, Outcome, Rule
 from lessonkit.grading.feedback import show_plain
 from lessonkit.grading.streams import event_ends
 
-__all__ = ["MAX_FETCHES", "FakeFetch", "FetchScript", "exercise", "reference", "rules"]
+__all__ = [
+    "ALLOWED",
+    "LOOKALIKE_TOKENS",
+    "MAX_FETCHES",
+    "FakeFetch",
+    "FetchScript",
+    "exercise",
+    "reference",
+    "rules",
+]
 
 MAX_FETCHES = 20  # a resume loop that asks more often than this is stopped
+ALLOWED: tuple[str, ...] = ()
+LOOKALIKE_TOKENS = ("We", " are", " done", " soon;", " event: done", " id: 9", " then", " more.")
+HINTS = {
+    "loose": "Tell the done event by its type (an event: done line), never by searching the "
+    "text: a token may contain the word 'done'.",
+    "no-id": "Pass the id of the last complete event to fetch() when you reconnect; sending "
+    "None asks for the whole answer again.",
+}
 
 
 def reference(fetch: Callable[[str | None], Iterable[bytes]], max_attempts: int = 50) -> str:
@@ -131,38 +154,71 @@ class FakeFetch(Served):
 
 
 def rules() -> tuple[Rule, ...]:
-    """Return the rules of exercise 5, public first, then hidden."""
+    """Return the rules of exercise 5, public first, then hidden (drawn from the grading seed)."""
     running = tuple(llm.tokenize(llm.RUNNING_ANSWER))
     cafe = ("Your", " café", " order", " ships", " on", " Monday", " 😀", ".")
     first = FetchScript(running).wire(None)
     ends = event_ends(first)  # ends[0] closes the retry: block, ends[k] closes token k - 1
     done_at = first.rfind(b"event: done")
+    look = FetchScript(LOOKALIKE_TOKENS).wire(None)
 
     def c(rule, scripts):
         return lambda: [
             Case(rule, (s,), (len(s.drops), sum(d or 0 for d in s.drops), s.seed)) for s in scripts
         ]
 
+    def hidden_long(seed: int) -> list[Case]:
+        rng = random.Random(f"resume/long/{seed}")
+        scripts = []
+        for _ in range(4):
+            tokens = list(llm.long_answer(rng.randint(20, 45), seed=rng.randrange(1 << 30)).tokens)
+            tokens.insert(rng.randrange(len(tokens)), rng.choice(LOOKALIKE_TOKENS[2:6]))
+            drops = tuple(rng.randrange(0, 400) for _ in range(rng.randint(2, 6)))
+            scripts.append(FetchScript(tuple(tokens), drops, seed=rng.randrange(1 << 16)))
+        return c("long", scripts)()
+
+    def hidden_heartbeats(seed: int) -> list[Case]:
+        rng = random.Random(f"resume/heartbeat/{seed}")
+        scripts = [
+            FetchScript(
+                tuple(llm.long_answer(rng.randint(8, 20), seed=rng.randrange(1 << 30)).tokens),
+                tuple(rng.randrange(20, 200) for _ in range(rng.randint(1, 3))),
+                seed=rng.randrange(1 << 16),
+                heartbeat_ms=rng.choice((10, 25)),
+            )
+            for _ in range(2)
+        ]
+        return c("heartbeat", scripts)()
+
     return (
         Rule(
             "no drop: one connection gives the whole answer",
-            "Stop reading when the 'done' event arrives; return the text.",
-            c("nodrop", [FetchScript(running), FetchScript(cafe, seed=1)]),
+            "Stop reading when the 'done' event arrives; return the text. Comments carry no "
+            "id and no text.",
+            c(
+                "nodrop",
+                [FetchScript(running), FetchScript(cafe, seed=1, heartbeat_ms=25)],
+            ),
+            points=3,
         ),
         Rule(
             "one drop: reconnect with the id of the last event received",
             "Remember the id: field of each complete event; pass the last one to fetch().",
             c("one", [FetchScript(running, (ends[k],), seed=k) for k in (1, 2, 3, 5)]),
+            points=2,
+            cause="no-id",
         ),
         Rule(
             "a drop inside an event: that event is not counted and comes again",
             "Only a blank line completes an event; a half event at a drop is thrown away.",
             c("inside", [FetchScript(running, (ends[k] - 3,), seed=k) for k in (2, 4)]),
+            points=2,
         ),
         Rule(
             "a drop before any event: reconnect without Last-Event-ID",
             "With no id received yet, call fetch(None) again.",
             c("early", [FetchScript(running, (5,)), FetchScript(running, (ends[0] + 4,))]),
+            points=2,
         ),
         Rule(
             "several drops in a row, no gap and no duplicate",
@@ -172,37 +228,60 @@ def rules() -> tuple[Rule, ...]:
                 [
                     FetchScript(running, (ends[2], 20, 60)),
                     FetchScript(cafe, (ends[1] + 7, 10, 55, 70), seed=4),
+                    FetchScript(tuple(llm.long_answer(24, seed=3).tokens), (90, 150, 60), seed=3),
                 ],
             ),
+            points=2,
         ),
         Rule(
             "a drop just before the done event",
             "All tokens came but not 'done': reconnect once more; the server sends only 'done'.",
             c("late", [FetchScript(running, (done_at,)), FetchScript(running, (done_at + 5,))]),
+            points=1,
+        ),
+        Rule(
+            "a token whose text holds 'done', 'event: done' or 'id:' is still text",
+            HINTS["loose"],
+            c(
+                "lookalike",
+                [FetchScript(LOOKALIKE_TOKENS), FetchScript(LOOKALIKE_TOKENS, (len(look) // 2,))],
+            ),
+            points=1,
+            cause="loose",
         ),
         Rule(
             "long answers with many drops",
             "Reconnect as often as needed, always with the last id received.",
-            c(
-                "long",
-                [
-                    FetchScript(
-                        llm.long_answer(30, seed=s).tokens,
-                        tuple(random.Random(s).randrange(0, 400) for _ in range(5)),
-                        seed=s,
-                    )
-                    for s in range(5)
-                ],
-            ),
+            hidden_long,
             hidden=True,
+            extends="several drops in a row, no gap and no duplicate",
         ),
         Rule(
-            "heartbeat comments between events",
+            "heartbeat comments between events, with drops",
             "Comments carry no id and no text.",
-            c("heartbeat", [FetchScript(cafe, (120, 90), seed=9, heartbeat_ms=25)]),
+            hidden_heartbeats,
             hidden=True,
+            extends="no drop: one connection gives the whole answer",
         ),
     )
+
+
+def _diagnose(case: Case, outcome: Outcome) -> str | None:
+    """Return "loose" for a text cut before a token holding 'done', "no-id" when no id was sent."""
+    text = outcome.value
+    if outcome.error is not None or not isinstance(text, str):
+        return None
+    script = case.args[0]
+    whole = "".join(script.tokens)
+    requests = list(outcome.requests or ())
+    if len(requests) > 1 and not any(requests) and text != whole:
+        return "no-id"
+    if whole.startswith(text) and text != whole:
+        rest = whole[len(text) :]
+        nxt = next((t for t in script.tokens if rest.startswith(t)), "")
+        if "done" in nxt or "id:" in nxt:
+            return "loose"
+    return None
 
 
 def _expected(case: Case) -> dict:
@@ -234,15 +313,20 @@ def _show_value(value: Any) -> str:
 
 def exercise() -> Exercise:
     """Return exercise 5: the text and the Last-Event-ID of each request, as ``reference``'s."""
+    graded = rules()
     return Exercise(
         "resume",
         "Exercise 5: resume after a drop with Last-Event-ID",
-        15,
-        rules(),
+        sum(rule.points for rule in graded),
+        graded,
         reference=_expected,
         shape=_shape,
         same=_same,
         show_input=lambda case: case.args[0].describe(),
         show_value=_show_value,
         got_of=_got,
+        diagnose=_diagnose,
+        extra_hints=HINTS,
+        allowed=ALLOWED,
+        own_work="resume loop",
     )

@@ -5,6 +5,11 @@ course's one copy of them; ``conformance_cases()`` loads it), each fed whole,
 one byte at a time and at every single cut, with that case's own hint. Then
 seeded generated streams that mix every field kind, comments, a BOM and all
 three line endings, compared with the course decoder, ``lessonkit.core.sse``.
+
+Points (30 in all): each conformance case 0.5 (16), the public generated
+streams 8, the hidden generated streams (drawn from the grading seed) 6. May
+use from lessonkit: nothing of the wire format (``lessonkit.sse`` is the
+course's answer; so are the conformance cases while the function runs).
 """
 
 from __future__ import annotations
@@ -12,7 +17,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable
-from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -23,6 +27,7 @@ from lessonkit.grading.feedback import show_plain
 from lessonkit.grading.streams import chunks_case, chunks_input
 
 __all__ = [
+    "ALLOWED",
     "CONFORMANCE_HINT",
     "conformance_cases",
     "exercise",
@@ -32,6 +37,9 @@ __all__ = [
 ]
 
 CONFORMANCE_HINT = "Follow the WHATWG 'interpret an event stream' steps for this case."
+ALLOWED: tuple[str, ...] = ()
+CONFORMANCE_POINTS = 0.5
+GENERATED_POINTS = (8, 6)  # public, hidden
 
 
 def reference(chunks: Iterable[bytes]) -> list[tuple[str, str, str]]:
@@ -39,9 +47,17 @@ def reference(chunks: Iterable[bytes]) -> list[tuple[str, str, str]]:
     return [(event.event, event.data, event.id) for event in sse.decode_all(chunks)]
 
 
-@lru_cache(maxsize=1)
+_CASES: list[dict] = []  # read once per process
+
+
 def conformance_cases() -> tuple[dict, ...]:
     """Return the packaged SSE conformance cases: name, input bytes, expected events, hint."""
+    if not _CASES:
+        _CASES.extend(_read_cases())
+    return tuple(_CASES)
+
+
+def _read_cases() -> list[dict]:
     raw = resources.files("lessonkit").joinpath("data/sse_cases.json").read_text("utf-8")
     cases = []
     for item in json.loads(raw):
@@ -57,7 +73,7 @@ def conformance_cases() -> tuple[dict, ...]:
                 "hint": item.get("hint") or CONFORMANCE_HINT,
             }
         )
-    return tuple(cases)
+    return cases
 
 
 _LINE_ENDS = ("\n", "\r", "\r\n")
@@ -79,7 +95,18 @@ _FIELDS = [
     "data :{t}",
 ]
 _WORDS = ["add", "remove", "message", "café", "ping", "x y"]
-_TEXTS = ["hello", " two spaces", "a:b: c", "é😀€", "[DONE]", '{"delta": "Hi"}', ""]
+_TEXTS = [
+    "hello",
+    " two spaces",
+    "a:b: c",
+    "é😀€",
+    "[DONE]",
+    '{"delta": "Hi"}',
+    "",
+    "data: x",
+    ": ping",
+    "event: add",
+]
 
 
 def generated_stream(seed: int) -> bytes:
@@ -109,11 +136,7 @@ def rules() -> tuple[Rule, ...]:
             return [chunks_case(name, chunks) for chunks in ways]
 
         rules.append(
-            Rule(
-                f"conformance: {item['name']}",
-                item["hint"],
-                cases,
-            )
+            Rule(f"conformance: {item['name']}", item["hint"], cases, points=CONFORMANCE_POINTS)
         )
     rules.append(
         Rule(
@@ -125,20 +148,32 @@ def rules() -> tuple[Rule, ...]:
                 )
                 for s in range(12)
             ],
+            points=GENERATED_POINTS[0],
         )
     )
+
+    def hidden(seed: int) -> list[Case]:
+        rng = random.Random(f"parse_sse/{seed}")
+        return [
+            chunks_case(
+                "gen-hidden",
+                network.random_cuts(
+                    generated_stream(rng.randrange(1 << 30)),
+                    seed=rng.randrange(1 << 30),
+                    max_piece_bytes=rng.choice((3, 5, 9)),
+                ),
+            )
+            for _ in range(60)
+        ]
+
     rules.append(
         Rule(
             "more generated streams, cut at random",
             "Every cut of the same bytes must give the same events.",
-            lambda: [
-                chunks_case(
-                    "gen-hidden",
-                    network.random_cuts(generated_stream(1000 + s), seed=s, max_piece_bytes=5),
-                )
-                for s in range(60)
-            ],
+            hidden,
             hidden=True,
+            points=GENERATED_POINTS[1],
+            extends="generated streams give the same events as lessonkit.core.sse.SSEDecoder",
         )
     )
     return tuple(rules)
@@ -163,13 +198,16 @@ def _shape(got: Any) -> str | None:
 
 def exercise() -> Exercise:
     """Return exercise 6, graded against ``reference``."""
+    graded = rules()
     return Exercise(
         "parse_sse",
         "Exercise 6 (stretch): a full WHATWG SSE parser",
-        30,
-        rules(),
+        sum(rule.points for rule in graded),
+        graded,
         reference=lambda case: reference(case.args[0]),
         shape=_shape,
         show_input=chunks_input,
         show_value=_show_events,
+        allowed=ALLOWED,
+        own_work="parser",
     )

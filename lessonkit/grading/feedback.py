@@ -2,8 +2,10 @@
 
 The text is focused: a headline with the score, then the first failing rule in
 full (the input, what was expected, what came back, a hint), the other failing
-rules by name only (they often share its cause), the rules that were not run,
-and the rules that passed. A hidden rule's input is never shown.
+rules by name only -- under "probably for the same reason" only those whose
+failure was diagnosed as the same mistake -- the rules that were not run, and
+the rules that passed, each with its points. A hidden rule's input is never
+shown. A function that calls the course's own answer is told so first.
 
 The notebook shows the same text as a small HTML box whose edge is coloured
 like the course's other verdicts (``lessonkit.lab.views.FEEDBACK_COLOURS``, the
@@ -18,21 +20,26 @@ from typing import TYPE_CHECKING, Any
 from lessonkit.grading.codec import from_jsonable
 
 if TYPE_CHECKING:
-    from lessonkit.grading.engine import Finding, Report
+    from lessonkit.grading.engine import Exercise, Finding, Report
     from lessonkit.grading.notebook import CheckResult
 
 __all__ = [
     "ALSO_FAILING",
+    "ALSO_SAME",
     "feedback_html",
     "finding_lines",
     "headline",
+    "integrity_line",
+    "others_failing",
+    "points_table",
     "report_text",
     "show_plain",
     "tagged",
     "type_name",
 ]
 
-ALSO_FAILING = "also failing (fix the one above first: these often share its cause):"
+ALSO_SAME = "also failing, probably for the same reason (fix the one above first):"
+ALSO_FAILING = "also failing:"
 
 
 def tagged(finding: Finding) -> str:
@@ -42,6 +49,24 @@ def tagged(finding: Finding) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _points(points: float) -> str:
+    return "1 point" if points == 1 else f"{points:g} points"
+
+
+def integrity_line(report: Report) -> str:
+    """Return what to do when the function calls the course's own answer (empty if it does not)."""
+    if not report.integrity:
+        return ""
+    first = report.integrity[0]
+    more = f" (and {', '.join(report.integrity[1:])})" if len(report.integrity) > 1 else ""
+    how = "your answers come from it" if report.kind == "value" else "your function calls it"
+    return (
+        f"write your own {report.advice}; {first} is the course's answer{more}. "
+        f"While {how}, this exercise earns 0 of {report.points:g} points "
+        "(the checks below ran anyway)."
+    )
 
 
 def headline(report: Report) -> str:
@@ -66,23 +91,26 @@ def headline(report: Report) -> str:
             f"{name}: not attempted yet -- replace the `raise NotImplementedError(...)` "
             "line with your code, run that cell, then run this check again."
         )
-    score = f"{report.score:g} of {report.points:g} points"
+    if report.integrity:
+        return f"{name}: {integrity_line(report)}"
     ok, total = report.passed_rules, report.total_rules
+    earned = f"{report.earned:g} of {report.points:g} points"
     if report.graded:
-        return f"{name}: checks {ok}/{total} pass (public and hidden) -- {score}."
-    more = (
-        "More checks run at grading, so this is not your final score."
-        if report.has_hidden
-        else "Grading runs the same checks."
-    )
+        return f"{name}: checks {ok}/{total} pass (public and hidden) -- {earned}."
+    hidden = round(report.points - report.checked_points, 2)
+    so_far = "" if ok == total else " so far"
+    if not report.has_hidden or hidden <= 0:
+        return f"{name}: public checks {ok}/{total} pass -- {earned}{so_far}. Grading runs the same checks."
     if ok == total:
-        return f"{name}: public checks {ok}/{total} pass -- {score}. {more}"
-    return f"{name}: public checks {ok}/{total} pass -- {score} so far. {more}"
+        more = f"the other {_points(hidden)} come from hidden checks at grading, so this is not your final score"
+    else:
+        more = f"hidden checks at grading carry {_points(hidden)} more"
+    return f"{name}: public checks {ok}/{total} pass -- {earned}{so_far}; {more}."
 
 
 def finding_lines(finding: Finding) -> list[str]:
     """Return the lines of one failing rule in full: input, expected, got, hint."""
-    lines = [f"FAILED  {tagged(finding)}"]
+    lines = [f"FAILED  {tagged(finding)} (0 of {_points(finding.max_points)})"]
     if finding.hidden:
         lines.append("  (a hidden check: its input is not shown)")
         crash = finding.got.startswith(("raised", "no answer within", "your function"))
@@ -98,19 +126,42 @@ def finding_lines(finding: Finding) -> list[str]:
     return lines
 
 
+def others_failing(report: Report) -> list[tuple[str, list[Finding]]]:
+    """Return the failing rules after the first, grouped: (heading, findings).
+
+    Rules whose failure was diagnosed as the same mistake as the first come under
+    "probably for the same reason"; the others (for answers, always) under "also failing".
+    """
+    failed = [f for f in report.findings if not f.passed and not f.not_run]
+    if len(failed) < 2:
+        return []
+    first = failed[0]
+    same = [
+        f
+        for f in failed[1:]
+        if report.kind == "function" and first.cause and f.cause == first.cause
+    ]
+    rest = [f for f in failed[1:] if f not in same]
+    return [
+        (heading, group) for heading, group in ((ALSO_SAME, same), (ALSO_FAILING, rest)) if group
+    ]
+
+
 def report_text(report: Report) -> str:
     """Return the feedback as plain text (stable: no times, no addresses)."""
     lines = [headline(report)]
     if report.problem:
         return "\n".join(lines)
+    if report.allowed_use:
+        lines.append(f"(uses {', '.join(report.allowed_use)}: accepted by --allow-lessonkit)")
     failed = [f for f in report.findings if not f.passed and not f.not_run]
     if failed:
         lines.append("")
         lines += finding_lines(failed[0])
-    if len(failed) > 1:
+    for heading, group in others_failing(report):
         lines.append("")
-        lines.append(ALSO_FAILING)
-        lines += [f"  - {tagged(f)}" for f in failed[1:]]
+        lines.append(heading)
+        lines += [f"  - {tagged(f)}" for f in group]
     not_run = [f for f in report.findings if f.not_run]
     if not_run:
         lines.append("")
@@ -119,7 +170,43 @@ def report_text(report: Report) -> str:
     passed = [f for f in report.findings if f.passed]
     if passed:
         lines.append("")
-        lines += [f"ok  {tagged(f)} ({_count(f.checked, 'input')})" for f in passed]
+        lines += [
+            f"ok  {tagged(f)} ({_count(f.checked, 'input')}, {_points(f.max_points)})"
+            for f in passed
+        ]
+    return "\n".join(lines)
+
+
+def points_table(exercise: Exercise) -> str:
+    """Return the markdown table of what earns points, as each exercise intro prints it.
+
+    One line per rule, in order; three or more public rules that share a prefix
+    before ": " (exercise 6's conformance cases) are one line.
+    """
+    lines = ["| check | points |", "|---|---|"]
+    prefix = {
+        rule.name: rule.name.split(": ", 1)[0] for rule in exercise.rules if ": " in rule.name
+    }
+    sizes: dict[str, int] = {}
+    for rule in exercise.rules:
+        if rule.name in prefix and not rule.hidden:
+            sizes[prefix[rule.name]] = sizes.get(prefix[rule.name], 0) + 1
+    families: dict[str, list[float]] = {}
+    for rule in exercise.rules:
+        family = prefix.get(rule.name, "") if not rule.hidden else ""
+        if sizes.get(family, 0) >= 3:
+            if family not in families:
+                families[family] = []
+                lines.append(family)  # a placeholder, filled below
+            families[family].append(rule.points)
+            continue
+        shown = f"*hidden:* {rule.name}" if rule.hidden else rule.name
+        lines.append(f"| {shown} | {rule.points:g} |")
+    for family, points in families.items():
+        each = points[0] if len(set(points)) == 1 else None
+        text = f"{each:g} each, {sum(points):g} in all" if each is not None else f"{sum(points):g}"
+        row = f"| each {family} case ({len(points)}, named by `check`) | {text} |"
+        lines[lines.index(family)] = row
     return "\n".join(lines)
 
 
@@ -170,9 +257,9 @@ def feedback_html(result: CheckResult) -> str:
             parts.append(
                 f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(block)}</pre>"
             )
-        if len(failed) > 1:
-            items = "".join(f"<li>{html.escape(tagged(f))}</li>" for f in failed[1:])
-            parts.append(f"<div>{html.escape(ALSO_FAILING)}<ul>{items}</ul></div>")
+        for heading, group in others_failing(report):
+            items = "".join(f"<li>{html.escape(tagged(f))}</li>" for f in group)
+            parts.append(f"<div>{html.escape(heading)}<ul>{items}</ul></div>")
         not_run = [f for f in report.findings if f.not_run]
         if not_run:
             items = "".join(f"<li>{html.escape(f.rule)}</li>" for f in not_run)

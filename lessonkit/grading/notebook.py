@@ -7,12 +7,20 @@
 and shows what failed: the rule, the smallest input that breaks the function,
 what was expected and what came back, and a hint. It never raises.
 
-The learner's function runs in a forked copy of the kernel, one call at a
-time, with a time limit per call: a function that never returns is killed
-after a few seconds and the kernel stays usable. (Where fork is missing, a
-thread runs it instead; a runaway thread is then left behind.) The kernel
-compares each result with the reference, so nothing the function does in its
-copy can change the verdict. ``try_it`` runs one call the same way.
+The learner's function runs in a forked copy of the kernel, a rule's inputs
+per round trip, with a time limit per call: a function that never returns is
+killed after a few seconds and the kernel stays usable. (Where fork is
+missing, a thread runs it instead; a runaway thread is then left behind.) The
+kernel compares each result with the reference, so nothing the function does
+in its copy can change the verdict. ``try_it`` runs one call the same way.
+
+No OS sandbox here, on purpose: this is the learner's own code in the
+learner's own kernel, which it could harm without ``check`` anyway, and the
+check must stay fast and work wherever the notebook runs (a laptop, Binder,
+JupyterHub), with or without bubblewrap. The fork still records calls into the
+course's own answers (``integrity``), so ``check`` says "write your own
+reader" where ``lessonkit grade`` would give no points. ``lessonkit grade``
+is where submissions run sandboxed.
 
 Hidden checks run only at grading (``lessonkit grade``), and their feedback
 names the rule, never the input.
@@ -27,10 +35,11 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lessonkit.grading import integrity
 from lessonkit.grading.channel import Channel
 from lessonkit.grading.codec import materialize, to_jsonable
 from lessonkit.grading.engine import (
@@ -42,6 +51,7 @@ from lessonkit.grading.engine import (
     call_in_process,
     evaluate,
     evaluate_value,
+    one_at_a_time,
 )
 from lessonkit.grading.ex5_resume import FakeFetch, FetchScript
 from lessonkit.grading.exercises import EXERCISES
@@ -103,9 +113,27 @@ class CheckResult:
 # Running the learner's function out of the kernel's reach
 
 
+class Calls:
+    """Calls of one learner function out of the kernel's reach: ``call`` one, ``many`` a batch."""
+
+    def __init__(
+        self,
+        call: Callable[[Case, float], Outcome],
+        many: Callable[[Sequence[Case], float], list[Outcome]] | None = None,
+    ) -> None:
+        self.call = call
+        self._many = many
+
+    def many(self, cases: Sequence[Case], limit_s: float) -> list[Outcome]:
+        """Return the Outcomes of the cases in order, stopping after a time-out or a crash."""
+        if self._many is not None:
+            return self._many(cases, limit_s)
+        return one_at_a_time(lambda case: self.call(case, limit_s))(cases)
+
+
 @contextlib.contextmanager
-def isolated_calls(name: str, fn: Callable[..., Any]) -> Iterator[Callable[[Case, float], Outcome]]:
-    """Yield call(case, limit_s) -> Outcome of fn(*case.args), each call under a time limit.
+def isolated_calls(name: str, fn: Callable[..., Any]) -> Iterator[Calls]:
+    """Yield Calls of fn(*case.args), each call under a time limit.
 
     The calls run in a forked copy of this process, stopped when the block
     ends; where fork is missing (or fails), in a daemon thread instead.
@@ -117,10 +145,13 @@ def isolated_calls(name: str, fn: Callable[..., Any]) -> Iterator[Callable[[Case
         except OSError:  # no processes left to fork: fall back to a thread
             channel = None
     if channel is None:
-        yield _ThreadRunner(fn).call
+        yield Calls(_ThreadRunner(fn).call)
         return
     try:
-        yield lambda case, limit_s: channel.call(name, case, limit_s)
+        yield Calls(
+            lambda case, limit_s: channel.call(name, case, limit_s),
+            lambda cases, limit_s: channel.call_many(name, cases, limit_s),
+        )
     finally:
         channel.quit()
 
@@ -144,6 +175,7 @@ def _fork_channel(name: str, fn: Callable[..., Any]) -> Channel:
                 os.dup2(null, fd)
             sys.stdout = sys.stderr = io.StringIO()
             signal.signal(signal.SIGINT, signal.SIG_DFL)
+            integrity.install()  # in this copy only: the kernel's lessonkit stays as it is
             wire = child.Wire(down_read, up_write)
             child.serve(wire, {name: fn}.get, use_alarm=False)
         finally:
@@ -235,8 +267,14 @@ def _run_public(exercise: Exercise, fn: Any, limit_s: float) -> Report:
             exercise.points,
             problem=f"check({exercise.id!r}, ...) needs your function; it got {_kind_of(fn)}.",
         )
-    with isolated_calls(exercise.id, fn) as call:
-        return evaluate(exercise, lambda case: call(case, limit_s), call_limit_s=limit_s)
+    copied = integrity.copies(fn)  # a pasted copy of the course's answer, read from its code
+    with isolated_calls(exercise.id, fn) as calls:
+        return evaluate(
+            exercise,
+            run_many=lambda cases: calls.many(cases, limit_s),
+            call_limit_s=limit_s,
+            used=copied,
+        )
 
 
 def _kind_of(value: Any) -> str:
@@ -335,8 +373,8 @@ def _try_call(name: str, fn: Callable[..., Any], args: tuple, limit_s: float) ->
         return {"printed": printed.getvalue(), "verdict": verdict}
 
     case = Case("try it", () if fetch_at is None else (args[fetch_at],))
-    with isolated_calls("try_it", shown) as call:
-        outcome = call(case, limit_s)
+    with isolated_calls("try_it", shown) as calls:
+        outcome = calls.call(case, limit_s)
     if outcome.timed_out:
         return "", (
             f"{name} gave no answer within {limit_s:g} s and was stopped "

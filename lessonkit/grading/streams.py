@@ -17,7 +17,7 @@ from typing import Any
 
 from lessonkit.core import sse
 from lessonkit.core.dialects import interpret
-from lessonkit.grading.codec import SHOWN_CHARS
+from lessonkit.grading.codec import SHOWN_CHARS, to_jsonable
 from lessonkit.grading.engine import Case, Exercise, Outcome, Rule
 from lessonkit.grading.feedback import show_plain, type_name
 
@@ -27,7 +27,6 @@ __all__ = [
     "chunks_input",
     "empty_chunks_case",
     "event_ends",
-    "hints_of",
     "reader_exercise",
     "show_chunks",
     "show_tuple",
@@ -123,54 +122,72 @@ def tuple_shape(name: str, parts: Sequence[tuple[str, tuple[type, ...]]]) -> Cal
 
 
 # ---------------------------------------------------------------------------
-# Which bug: a hint picked from what came back
+# Which bug: the mistake read from what came back
 
 
-def hints_of(rules: Sequence[Rule], causes: dict[str, str]) -> dict[str, str]:
-    """Return cause -> hint, taking each hint from the rule ``causes`` names for it."""
-    by_name = {rule.name: rule.hint for rule in rules}
-    return {cause: by_name[name] for cause, name in causes.items()}
+def stream_diagnosis(
+    dialect: str, mistakes: dict[str, Callable[[list[bytes]], Any]]
+) -> Callable[[Case, Outcome], str | None]:
+    """Return diagnose(case, outcome) -> cause, for a reader returning (text, complete, ...).
 
-
-def stream_diagnosis(dialect: str, hints: dict[str, str]) -> Callable[[Case, Outcome], str | None]:
-    """Return diagnose(case, outcome) for a stream reader returning (text, complete, ...).
-
-    ``hints`` maps a cause ("decode", "done_json", "comment", "chunk_not_event", "append",
-    "while") to the hint for it. The cause is read from what came back: the exception
-    type, the text json.loads choked on, or a text that is only the last delta (replaced,
-    not appended) or only the first few deltas of a chunk holding more events (``if``
-    instead of ``while``).
+    First the classic mistakes as code (``lessonkit.grading.mistakes``): the one
+    whose reader gives exactly what the learner's gave on this input (the same
+    value, or the same exception) names the cause. Then clues in what came
+    back: the exception type, the text json.loads choked on, a text that is
+    only the last delta (replaced, not appended) or only the first deltas of a
+    chunk holding more events (``if`` instead of ``while``).
     """
 
     def diagnose(case: Case, outcome: Outcome) -> str | None:
-        if outcome.error_type == "UnicodeDecodeError":
-            return hints.get("decode")
-        if outcome.error_type == "JSONDecodeError" and outcome.detail is not None:
-            doc = outcome.detail.strip()
-            if "\n\n" in doc:  # several events parsed as one: chunks taken for events
-                return hints.get("chunk_not_event")
-            if doc.startswith("[DONE]"):
-                return hints.get("done_json")
-            if doc.startswith(":"):
-                return hints.get("comment")
-            return None
-        got = outcome.value
-        if outcome.error is not None or not isinstance(got, list) or not got:
-            return None
-        text = got[0]
-        chunks = [c for c in case.args[0] if c]
-        deltas = _stream_deltas(chunks, dialect)
-        if not isinstance(text, str) or len(deltas) < 2 or text == "".join(deltas):
-            return None
-        if text == deltas[-1]:
-            return hints.get("append")
-        events = b"".join(chunks).count(b"\n\n")
-        prefixes = {"".join(deltas[:k]) for k in range(len(deltas))}
-        if text in prefixes and len(chunks) < events:
-            return hints.get("while")
-        return None
+        chunks = list(case.args[0])
+        return _same_as_a_mistake(chunks, outcome, mistakes) or _clue(chunks, outcome, dialect)
 
     return diagnose
+
+
+def _same_as_a_mistake(
+    chunks: list[bytes], outcome: Outcome, mistakes: dict[str, Callable[[list[bytes]], Any]]
+) -> str | None:
+    """Return the mistake whose reader gives exactly the learner's value or error, or None."""
+    for cause, mistaken in mistakes.items():
+        try:
+            value, error = to_jsonable(mistaken(chunks)), None
+        except Exception as exc:
+            value, error = None, f"{type(exc).__name__}: {exc}"
+        if error is not None and error == outcome.error:
+            return cause
+        if error is None and outcome.error is None and value == outcome.value:
+            return cause
+    return None
+
+
+def _clue(chunks: list[bytes], outcome: Outcome, dialect: str) -> str | None:
+    if outcome.error_type == "UnicodeDecodeError":
+        return "decode"
+    if outcome.error_type == "JSONDecodeError" and outcome.detail is not None:
+        doc = outcome.detail.strip()
+        if "\n\n" in doc:  # several events parsed as one: chunks taken for events
+            return "chunk_not_event"
+        if doc.startswith("[DONE]"):
+            return "done_json"
+        if doc.startswith(":"):
+            return "comment"
+        return None
+    got = outcome.value
+    if outcome.error is not None or not isinstance(got, list) or not got:
+        return None
+    text = got[0]
+    chunks = [c for c in chunks if c]
+    deltas = _stream_deltas(chunks, dialect)
+    if not isinstance(text, str) or len(deltas) < 2 or text == "".join(deltas):
+        return None
+    if text == deltas[-1]:
+        return "append"
+    events = b"".join(chunks).count(b"\n\n")
+    prefixes = {"".join(deltas[:k]) for k in range(len(deltas))}
+    if text in prefixes and len(chunks) < events:
+        return "while"
+    return None
 
 
 def _stream_deltas(chunks: Sequence[bytes], dialect: str) -> list[str]:
@@ -190,23 +207,31 @@ def _stream_deltas(chunks: Sequence[bytes], dialect: str) -> list[str]:
 def reader_exercise(
     exercise_id: str,
     title: str,
-    points: float,
     rules: tuple[Rule, ...],
     reference: Callable[[list[bytes]], Any],
     *,
     returns: Sequence[tuple[str, tuple[type, ...]]],
     dialect: str,
-    hints: dict[str, str],
+    mistakes: dict[str, Callable[[list[bytes]], Any]],
+    extra_hints: dict[str, str],
+    allowed: tuple[str, ...],
+    own_work: str,
 ) -> Exercise:
-    """Return the Exercise of a reader ``fn(chunks) -> tuple`` compared with ``reference(chunks)``."""
+    """Return the Exercise of a reader ``fn(chunks) -> tuple`` compared with ``reference(chunks)``.
+
+    Its points are the sum of its rules' points.
+    """
     return Exercise(
         exercise_id,
         title,
-        points,
+        sum(rule.points for rule in rules),
         rules,
         reference=lambda case: reference(case.args[0]),
         shape=tuple_shape(exercise_id, returns),
         show_input=chunks_input,
         show_value=show_tuple,
-        diagnose=stream_diagnosis(dialect, hints),
+        diagnose=stream_diagnosis(dialect, mistakes),
+        extra_hints=extra_hints,
+        allowed=allowed,
+        own_work=own_work,
     )
