@@ -105,15 +105,29 @@ def test_every_exercise_has_one_solution_notebook_that_declares_it():
     assert sorted(declared) == sorted(EXERCISES)
 
 
-# The minutes and points of each exercise, as README and 00_start_here list them.
-TIME_AND_POINTS = {
-    "ex1_response_times": (5, 10),
-    "ex2_read_stream": (12, 30),
-    "ex3_now_change_it": (6, 15),
-    "ex4_read_anthropic": (10, 20),
-    "ex5_resume": (10, 15),
-    "ex6_parse_sse": (25, 30),
+def _readme_exercise_rows() -> dict[str, tuple[int, int]]:
+    """Return {exercise: (minutes, points)} from the README's exercise table."""
+    rows = re.findall(
+        r"^\| `(ex\d_\w+)` \|[^|]*\| (\d+) \| (\d+) \|$",
+        (ROOT / "README.md").read_text(encoding="utf-8"),
+        flags=re.M,
+    )
+    return {name: (int(minutes), int(points)) for name, minutes, points in rows}
+
+
+# The minutes and points of each exercise, as the README's table lists them.
+TIME_AND_POINTS = _readme_exercise_rows()
+# The exercises each notebook declares (its lessonkit metadata).
+EXERCISES_BY_NOTEBOOK = {
+    path.stem: nbformat.read(path, as_version=4).metadata["lessonkit"]["exercises"]
+    for path in sorted((ROOT / "solutions").glob("*.ipynb"))
 }
+
+
+def test_the_readme_lists_every_exercise_with_its_points():
+    assert sorted(TIME_AND_POINTS) == sorted(EXERCISES_BY_NOTEBOOK)
+    for name, (_, points) in TIME_AND_POINTS.items():
+        assert points == sum(EXERCISES[e].points for e in EXERCISES_BY_NOTEBOOK[name])
 
 
 @pytest.mark.parametrize("name", sorted(TIME_AND_POINTS))

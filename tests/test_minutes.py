@@ -186,29 +186,9 @@ def table() -> str:
 
 
 ALL = [*LESSONS, *EXERCISES]
-# Exercise notebooks whose own header is known to be off, with the number it should say.
-# exercises/ belongs to the grading work (generated from solutions/): when it is fixed there,
-# this strict xfail turns into a failure (XPASS) and the entry must go.
-KNOWN_OFF = {"ex3_now_change_it": 8}
 
 
-def _with_known_off(paths):
-    return [
-        pytest.param(
-            path,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=f"{path.name} says {printed_minutes(path)[0]} minutes: set"
-                f" {KNOWN_OFF[path.stem]} in solutions/ and exercises/",
-            ),
-        )
-        if path.stem in KNOWN_OFF
-        else path
-        for path in paths
-    ]
-
-
-@pytest.mark.parametrize("path", _with_known_off(ALL), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_the_minutes_a_notebook_prints_are_within_20_percent_of_its_reading_time(path):
     est = estimate(path)
     core, deeper = printed_minutes(path)

@@ -11,7 +11,8 @@ The lesson modules are pure (state in, state out); views, widgets and plots draw
     lesson05       the real world: checks that run only at the end, strict JSON
     views          HTML and text views, one colour palette (Okabe-Ito)
     svg            the explorers' live figures as inline SVG (fast enough for a slider)
-    widgets        the explorers: controls bound to the lesson functions by bind(), with twins
+    binding        bind(controls, readouts, outputs) and the Explorer box with its text twin
+    widgets        the explorers, each bind() over its lesson's functions; prediction pickers
     plots          matplotlib figures with fixed sizes (the notebooks' static figures)
     measure        live timings on a real clock, warmed up first
     browser_demo   EventSource and fetch running in the learner's own page

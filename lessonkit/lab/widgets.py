@@ -1,23 +1,11 @@
-"""Thin ipywidgets front-ends for the explorers: controls -> a pure function -> readouts.
+"""The explorers: thin ipywidgets front-ends over the lesson modules' pure functions.
 
-Every explorer is built the same way, in the spirit of mpl-interactions:
-
-    controls = {"n_bytes": slider}                      the learner's knobs, by name
-    def readouts(n_bytes): return {"screen": ...}       pure: lesson04.drop_readouts etc.
-    bind(controls, readouts, {"screen": readout})       redraw what changed, on every move
-
-``bind`` calls the readouts function with the controls' values, by name, and
-writes each value it returns into the output of the same name: a text readout,
-an HTML view (a ``views.Html`` value), a PNG image (bytes), or a trait of another
-widget such as a slider's ``max``. An output whose value did not change is not
-written, so a slider tick redraws only what moved. The state functions live in
-the lesson modules (lessonkit.lab.lesson01 ... lesson05); tests call them headless.
-
-Each explorer is an ``Explorer`` box (a ``Twinned`` widget): where no widget can run
-(a notebook opened before its cells ran, nbconvert, a PDF) the page shows its twin, a
-"Run this cell to open ..." box with the same state as text, instead of a raw widget repr.
-Live figures are inline SVG (lessonkit.lab.svg): a slider tick redraws in well under a
-millisecond in the kernel, so the page can follow it.
+Each explorer is controls bound to a pure readouts function by one helper,
+``lessonkit.lab.binding.bind``, and returned as an ``Explorer`` box whose twin
+("Run this cell to open ...") stands in where no widget can run. The state
+functions live in the lesson modules (lessonkit.lab.lesson01 ... lesson05); tests
+call them headless. Live figures are inline SVG (lessonkit.lab.svg): a slider tick
+redraws in well under a millisecond in the kernel, so the page can follow it.
 """
 
 from __future__ import annotations
@@ -26,178 +14,23 @@ import contextlib
 import functools
 import html
 import io
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import ipywidgets as widgets
 
 from lessonkit.core import llm, practice, render, timeline
 from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, svg, views
-
-# An output is a widget (its value is set) or a (widget, trait name) pair.
-Output = widgets.Widget | tuple[widgets.Widget, str]
-
-
-class Twinned(widgets.VBox):
-    """A box of widgets with a twin: what a page without a running kernel shows instead.
-
-    The twin is a headline ("Run this cell to open the timeline explorer."), a line
-    saying what the widget lets you do, and optionally the widget's starting state as
-    text. It is the box's text/plain and text/html: JupyterLab shows it for a notebook
-    that has not run (its stored widget views are not trusted), nbval compares it, and
-    nbconvert or a PDF print it.
-    """
-
-    def __init__(
-        self,
-        children: Iterable[widgets.Widget],
-        *,
-        css_class: str,
-        headline: str,
-        what: str = "",
-        text: str = "",
-    ) -> None:
-        super().__init__(list(children))
-        self.add_class(css_class)
-        self.headline, self.what, self.twin_state = headline, what, text
-
-    @property
-    def text_twin(self) -> str:
-        """Return what a page without a running kernel shows in place of the widget (text)."""
-        lines = [f"▶ {self.headline}"]
-        if self.what:
-            lines.append(f"  {self.what}")
-        if self.twin_state:
-            lines += ["", self.twin_state]
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.text_twin
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = self.text_twin  # ipywidgets would cut the repr at 110 characters
-        bundle["text/html"] = views.twin_html(self.headline, self.what, self.twin_state)
-        return bundle
-
-
-class Explorer(Twinned):
-    """The box around one explorer: its twin says "Run this cell to open the <title>."."""
-
-    def __init__(
-        self,
-        children: Iterable[widgets.Widget],
-        *,
-        css_class: str,
-        title: str,
-        what: str = "",
-        text: str = "",
-    ) -> None:
-        super().__init__(
-            children,
-            css_class=css_class,
-            headline=f"Run this cell to open the {title}.",
-            what=what,
-            text=text,
-        )
-        self.title = title
-
-
-def bind(
-    controls: Mapping[str, widgets.ValueWidget],
-    readouts: Callable[..., Mapping[str, Any]],
-    outputs: Mapping[str, Output],
-) -> Callable[[], None]:
-    """Show readouts(**control values) in `outputs` now and after every control change.
-
-    Returns the update function. Keys of the readouts that name no output are
-    ignored. If writing an output moves a control (a smaller ``max`` clamps a
-    slider), the readouts are computed once more with the new values.
-    """
-    shown: dict[str, Any] = {}
-    state = {"busy": False, "again": False}
-
-    def update(_change: Any = None) -> None:
-        if state["busy"]:  # a control moved because we wrote an output: go round once more
-            state["again"] = True
-            return
-        state["busy"] = True
-        try:
-            for _ in range(3):
-                state["again"] = False
-                values = readouts(**{name: c.value for name, c in controls.items()})
-                for name, value in values.items():
-                    if name in outputs and shown.get(name, _UNSET) != value:
-                        shown[name] = value
-                        _write(outputs[name], value)
-                if not state["again"]:
-                    break
-        finally:
-            state["busy"] = False
-
-    for control in controls.values():
-        control.observe(update, names="value")
-    update()
-    return update
-
-
-_UNSET = object()
-
-
-def _write(output: Output, value: Any) -> None:
-    if isinstance(output, tuple):
-        widget, trait = output
-        setattr(widget, trait, value)
-    elif isinstance(output, widgets.HTML):
-        output.value = value if isinstance(value, views.Html) else _monospace(str(value))
-    else:
-        output.value = value
-
-
-def _monospace(text: str) -> str:
-    return f'<span style="white-space: pre-wrap; font-family: monospace">{html.escape(text)}</span>'
-
-
-def _readout(css_class: str) -> widgets.HTML:
-    """Return an empty readout: an HTML widget with a stable CSS class for browser tests."""
-    readout = widgets.HTML(layout=widgets.Layout(margin="0 1.5em 0 0"))  # room between readouts
-    readout.add_class("lk-readout")
-    readout.add_class(css_class)
-    return readout
-
-
-def _readouts(prefix: str, names: Iterable[str]) -> dict[str, widgets.HTML]:
-    return {name: _readout(f"{prefix}-{name.replace('_', '-')}") for name in names}
-
-
-def _figure(css_class: str) -> widgets.HTML:
-    """Return an empty HTML widget for a live SVG figure (lessonkit.lab.svg)."""
-    figure = widgets.HTML()
-    figure.add_class(css_class)
-    return figure
-
-
-def _styled(control: widgets.Widget, css_class: str) -> widgets.Widget:
-    control.add_class(css_class)
-    if hasattr(control, "style") and hasattr(control.style, "description_width"):
-        control.style.description_width = "initial"  # show "per token ms" in full
-    return control
-
-
-def _played(slider: widgets.IntSlider, interval_ms: int) -> widgets.HBox:
-    """Return [Play | slider], the Play widget linked to the slider in the kernel.
-
-    A Play widget only ticks in a browser; the animation itself is the slider's callback.
-    """
-    play = widgets.Play(
-        value=slider.value, min=slider.min, max=slider.max, step=slider.step, interval=interval_ms
-    )
-    play.add_class("lk-play")
-    widgets.link((play, "value"), (slider, "value"))
-    widgets.link((play, "max"), (slider, "max"))
-    widgets.link((play, "step"), (slider, "step"))
-    return widgets.HBox([play, slider])
-
+from lessonkit.lab.binding import (
+    Explorer,
+    Twinned,
+    bind,
+    figure,
+    played,
+    readout,
+    readouts_named,
+    styled,
+)
 
 # ---------------------------------------------------------------------------
 # Lesson 01: the decode loop, the timeline, stopping early
@@ -212,17 +45,15 @@ def decode_loop_player(
     the pass reads and the one it writes).
     """
     steps = lesson01.decode_steps(prompt, max_tokens=max_tokens)
-    step = _styled(
-        widgets.IntSlider(index, 0, len(steps) - 1, description="pass"), "lk-decode-pass"
-    )
-    view = _readout("lk-decode-view")
+    step = styled(widgets.IntSlider(index, 0, len(steps) - 1, description="pass"), "lk-decode-pass")
+    view = readout("lk-decode-view")
     bind(
         {"index": step},
         lambda index: {"view": views.Html(views.decode_step_html(steps[index]))},
         {"view": view},
     )
     return Explorer(
-        [_played(step, 800), view],
+        [played(step, 800), view],
         css_class="lk-decode-explorer",
         title="decode loop",
         what="Press ▶ or drag 'pass': each pass reads the prompt and the tokens so far and"
@@ -280,17 +111,17 @@ def timeline_explorer(
         "latency_ms": widgets.IntSlider(latency_ms, 0, 1000, 10, description="round trip ms"),
     }
     for name, slider in controls.items():
-        _styled(slider, "lk-" + name.replace("_", "-"))
-    t = _styled(widgets.IntSlider(t_ms, 0, 10**9, 1, description="t (ms)"), "lk-t-ms")
-    readouts = _readouts("lk-timeline", ("t", "ttft", "blocking", "total", "visible"))
-    screens, plot = _readout("lk-timeline-screens"), _figure("lk-timeline-plot")
+        styled(slider, "lk-" + name.replace("_", "-"))
+    t = styled(widgets.IntSlider(t_ms, 0, 10**9, 1, description="t (ms)"), "lk-t-ms")
+    readouts = readouts_named("lk-timeline", ("t", "ttft", "blocking", "total", "visible"))
+    screens, plot = readout("lk-timeline-screens"), figure("lk-timeline-plot")
     outputs = {**readouts, "screens": screens, "plot": plot, "t_max": (t, "max")}
     outputs["t_step"] = (t, "step")
     bind({**controls, "t_ms": t}, timeline_readouts, outputs)
     rows = [
         widgets.HBox([controls["prefill_ms"], controls["per_token_ms"]]),
         widgets.HBox([controls["n_tokens"], controls["latency_ms"]]),
-        _played(t, 100),
+        played(t, 100),
         screens,
         widgets.HBox([readouts["ttft"], readouts["blocking"], readouts["total"]]),
         widgets.HBox([readouts["t"], readouts["visible"]]),
@@ -317,13 +148,13 @@ def cancel_explorer(
     lk-cancel-plot (SVG); readouts lk-cancel-generated, -saved, -time, -cost, -seen.
     """
     total = int(timeline.response_times(prefill_ms, per_token_ms, n_tokens).total_ms)
-    at = _styled(
+    at = styled(
         widgets.IntSlider(cancel_at_ms, 0, total, 50, description="stop at ms"), "lk-cancel-at-ms"
     )
     price = widgets.BoundedFloatText(10.0, min=0, max=1000, description="$ per M output tokens")
-    _styled(price, "lk-cancel-price")
-    readouts = _readouts("lk-cancel", ("seen", "generated", "saved", "time", "cost"))
-    plot = _figure("lk-cancel-plot")
+    styled(price, "lk-cancel-price")
+    readouts = readouts_named("lk-cancel", ("seen", "generated", "saved", "time", "cost"))
+    plot = figure("lk-cancel-plot")
     options = {"n_tokens": n_tokens, "prefill_ms": prefill_ms, "per_token_ms": per_token_ms}
 
     def shown(cancel_at_ms: int, usd_per_million_tokens: float) -> dict[str, Any]:
@@ -362,9 +193,9 @@ def wire_inspector(dialect: str = "openai", index: int = 1) -> Explorer:
     """
     choice = widgets.ToggleButtons(options=["lesson", "openai", "anthropic"], value=dialect)
     choice.add_class("lk-dialect")
-    write = _styled(widgets.IntSlider(index, 0, 100, description="write"), "lk-wire-write")
-    view = _readout("lk-wire-view")
-    meaning, screen = _readout("lk-wire-meaning"), _readout("lk-wire-screen")
+    write = styled(widgets.IntSlider(index, 0, 100, description="write"), "lk-wire-write")
+    view = readout("lk-wire-view")
+    meaning, screen = readout("lk-wire-meaning"), readout("lk-wire-screen")
     rows_of = functools.lru_cache(maxsize=4)(lesson02.wire_rows)
 
     def shown(dialect: str, upto: int) -> dict[str, Any]:
@@ -382,7 +213,7 @@ def wire_inspector(dialect: str = "openai", index: int = 1) -> Explorer:
         shown,
         {"last": (write, "max"), "view": view, "meaning": meaning, "screen": screen},
     )
-    children = [choice, _played(write, 700), meaning, screen, view]
+    children = [choice, played(write, 700), meaning, screen, view]
     return Explorer(
         children,
         css_class="lk-wire-inspector",
@@ -400,11 +231,11 @@ def walkthrough_stepper(number: int = 1) -> Explorer:
     slider lk-walk-step; readouts lk-walk-view (title, bytes, explanation), lk-walk-screen.
     """
     steps = lesson02.walkthrough_steps()
-    step = _styled(widgets.IntSlider(number, 1, len(steps), description="step"), "lk-walk-step")
+    step = styled(widgets.IntSlider(number, 1, len(steps), description="step"), "lk-walk-step")
     back, forward = widgets.Button(description="◀ back"), widgets.Button(description="next ▶")
     back.add_class("lk-walk-back")
     forward.add_class("lk-walk-next")
-    view, screen = _readout("lk-walk-view"), _readout("lk-walk-screen")
+    view, screen = readout("lk-walk-view"), readout("lk-walk-screen")
 
     def shown(number: int) -> dict[str, Any]:
         current = steps[number - 1]
@@ -454,15 +285,15 @@ def arrival_stepper(
     start_mode = lesson03.CUT_MODES[1] if positions_text.strip() else lesson03.CUT_MODES[0]
     mode = widgets.ToggleButtons(options=list(lesson03.CUT_MODES), value=start_mode)
     mode.add_class("lk-cut-mode")
-    size = _styled(
+    size = styled(
         widgets.IntSlider(chunk_bytes, 1, len(wire), description="chunk bytes"), "lk-chunk-size"
     )
-    positions = _styled(
+    positions = styled(
         widgets.Text(positions_text, description="cut after bytes", placeholder="e.g. 19, 54"),
         "lk-cut-positions",
     )
-    step = _styled(widgets.IntSlider(1, 1, len(wire), description="arrival"), "lk-arrival-step")
-    readouts = _readouts("lk-stepper", ("cuts", "arrival", "events", "buffer", "screen"))
+    step = styled(widgets.IntSlider(1, 1, len(wire), description="arrival"), "lk-arrival-step")
+    readouts = readouts_named("lk-stepper", ("cuts", "arrival", "events", "buffer", "screen"))
 
     def shown(mode: str, chunk_bytes: int, positions_text: str, step: int) -> dict[str, Any]:
         values = lesson03.stepper_readouts(
@@ -507,12 +338,12 @@ def utf8_explorer(text: str = "café 🙂", cut_at_byte: int = 4) -> Explorer:
     lk-utf8-cut, lk-utf8-per-chunk, lk-utf8-replace, lk-utf8-incremental; state from
     lesson03.utf8_readouts.
     """
-    source = _styled(widgets.Text(text, description="text"), "lk-utf8-text")
-    cut = _styled(
+    source = styled(widgets.Text(text, description="text"), "lk-utf8-text")
+    cut = styled(
         widgets.IntSlider(cut_at_byte, 0, len(text.encode()), description="cut after byte"),
         "lk-utf8-cut-at",
     )
-    readouts = _readouts("lk-utf8", ("bytes", "cut", "per_chunk", "replace", "incremental"))
+    readouts = readouts_named("lk-utf8", ("bytes", "cut", "per_chunk", "replace", "incremental"))
     wanted = {"cut": cut_at_byte, "fitting": False}
 
     def remember(change: dict) -> None:  # a move by the learner, not our own clamping
@@ -557,14 +388,14 @@ def drop_explorer(wire: bytes | None = None, n_bytes: int = 70) -> Explorer:
     """
     wire = practice.practice_wire() if wire is None else wire
     lengths = lesson04.drop_staircase(wire)
-    position = _styled(
+    position = styled(
         widgets.IntSlider(n_bytes, 0, len(wire), description="drop after"), "lk-drop-position"
     )
     readouts = {
-        "position": _readout("lk-drop-position-readout"),
-        **_readouts("lk-drop", ("screen", "complete", "held")),
+        "position": readout("lk-drop-position-readout"),
+        **readouts_named("lk-drop", ("screen", "complete", "held")),
     }
-    plot = _figure("lk-drop-plot")
+    plot = figure("lk-drop-plot")
 
     def shown(n_bytes: int) -> dict[str, Any]:
         return {**lesson04.drop_readouts(wire, n_bytes), "plot": svg.drop_svg(lengths, n_bytes)}
@@ -643,7 +474,7 @@ def reveal_after(prediction: Prediction, run: Callable[[], Any], *, answer: str)
     with contextlib.redirect_stdout(printed):
         run()
     output = printed.getvalue().rstrip("\n")
-    readout = _readout("lk-reveal")
+    box = readout("lk-reveal")
 
     def shown(choice: str) -> dict[str, Any]:
         if choice == lesson04.PREDICTION_PLACEHOLDER:
@@ -658,9 +489,9 @@ def reveal_after(prediction: Prediction, run: Callable[[], Any], *, answer: str)
             )
         }
 
-    bind({"choice": prediction.dropdown}, shown, {"shown": readout})
+    bind({"choice": prediction.dropdown}, shown, {"shown": box})
     return Twinned(
-        [readout],
+        [box],
         css_class="lk-reveal-box",
         headline="Run this cell after you have picked a prediction above: its output shows here.",
         what="(Kept hidden until you predict, so the answer does not give itself away.)",
@@ -679,7 +510,7 @@ def flicker_demo(tokens: Iterable[str] | None = None, step: int | None = None) -
     frames = render.flicker_frames(
         render.split_tokens(render.FLICKER_ANSWER) if tokens is None else tokens
     )
-    slider = _styled(
+    slider = styled(
         widgets.IntSlider(
             len(frames) if step is None else step, 1, len(frames), description="tokens"
         ),
@@ -688,7 +519,7 @@ def flicker_demo(tokens: Iterable[str] | None = None, step: int | None = None) -
     naive, stable = widgets.HTML(), widgets.HTML()
     naive.add_class("lk-flicker-naive")
     stable.add_class("lk-flicker-stable")
-    count = _readout("lk-flicker-count")
+    count = readout("lk-flicker-count")
 
     def count_text(upto: int) -> str:
         so_far = frames[:upto]

@@ -245,8 +245,10 @@ async def event_stream(request: Request) -> TimedResponse | Response:
     if dialect == "lesson":
         return _stream(state, request, answer, pace, dialect)
     if resume_after_id is not None and resume_after_id >= n_tokens:
-        # The client already saw the final event (its id is the token count): 204 No
-        # Content is the one answer that tells EventSource to stop reconnecting.
+        # The client already saw the final event (its id is the token count). Any answer
+        # other than 200 with text/event-stream makes EventSource give up instead of
+        # reconnecting (the spec's "fail the connection"); 204 No Content also says
+        # plainly that nothing is left to send.
         return Response(status_code=204)
     skipped = 0 if resume_after_id is None else resume_after_id + 1
     return _stream(
