@@ -95,6 +95,7 @@ assign: setup
 bench: setup
 	$(BIN)/python bench/bench_decoders.py
 	$(BIN)/python bench/bench_server.py
+	$(BIN)/python bench/bench_grading.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
