@@ -19,7 +19,7 @@ from labdriver import (
     CHROMIUM_ARGS,
     SCRATCH_ROOT,
     LabServer,
-    find_browser,
+    launch_chromium,
     open_lab,
     remove_tree,
     save_artifacts,
@@ -60,15 +60,7 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        try:
-            managed = playwright.chromium.executable_path
-        except Exception:  # Playwright knows no managed browser on this machine
-            managed = None
-        try:
-            executable = find_browser(managed)
-        except FileNotFoundError as missing:
-            pytest.fail(str(missing), pytrace=False)
-        chromium = playwright.chromium.launch(executable_path=str(executable), args=CHROMIUM_ARGS)
+        chromium = launch_chromium(playwright, CHROMIUM_ARGS)
         try:
             yield chromium
         finally:

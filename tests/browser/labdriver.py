@@ -97,6 +97,21 @@ def find_browser(playwright_chromium_path: str | None = None) -> Path:
     raise FileNotFoundError(MISSING_BROWSER_HELP)
 
 
+def launch_chromium(playwright: Any, args: list[str]) -> Any:
+    """Return a launched headless Chromium (find_browser's), or fail the test saying what to run."""
+    import pytest
+
+    try:
+        managed = playwright.chromium.executable_path
+    except Exception:  # Playwright knows no managed browser on this machine
+        managed = None
+    try:
+        executable = find_browser(managed)
+    except FileNotFoundError as missing:
+        pytest.fail(str(missing), pytrace=False)
+    return playwright.chromium.launch(executable_path=str(executable), args=args)
+
+
 # ---------------------------------------------------------------------------------------------
 # The JupyterLab server
 

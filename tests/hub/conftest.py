@@ -40,7 +40,7 @@ from hubdriver import (  # noqa: E402
     chromium_args,
     prepare_home,
 )
-from labdriver import REPO_ROOT, find_browser  # noqa: E402
+from labdriver import REPO_ROOT, launch_chromium  # noqa: E402
 
 TIMINGS = pytest.StashKey[dict[str, Any]]()
 
@@ -121,17 +121,7 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        try:
-            managed = playwright.chromium.executable_path
-        except Exception:  # Playwright knows no managed browser on this machine
-            managed = None
-        try:
-            executable = find_browser(managed)
-        except FileNotFoundError as missing:
-            pytest.fail(str(missing), pytrace=False)
-        chromium = playwright.chromium.launch(
-            executable_path=str(executable), args=chromium_args(PUBLIC_HOST)
-        )
+        chromium = launch_chromium(playwright, chromium_args(PUBLIC_HOST))
         try:
             yield chromium
         finally:
