@@ -20,7 +20,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, TypeVar
@@ -143,14 +143,73 @@ def write_private_lab_settings(settings_dir: Path) -> None:
     )
 
 
+class JupyterRest:
+    """REST calls to one Jupyter server at ``self.base_url`` (with ``self.headers``, if any).
+
+    Shared by LabServer (a JupyterLab the tests start) and the hub tests' per-user servers,
+    so the notebook helpers below work on either.
+    """
+
+    base_url: str
+    headers: dict[str, str]
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Return the response of one REST call to the server."""
+        response = httpx.request(
+            method, f"{self.base_url}{path}", headers=self.headers, timeout=30, **kwargs
+        )
+        response.raise_for_status()
+        return response
+
+    def sessions_for(self, notebook_path: str) -> list[dict[str, Any]]:
+        """Return the server's sessions whose notebook is notebook_path (relative to the root)."""
+        return [
+            s for s in self.api("GET", "/api/sessions").json() if s.get("path") == notebook_path
+        ]
+
+    def wait_kernel_idle(
+        self, notebook_path: str, *, timeout_s: float = 120, page: Any = None
+    ) -> dict[str, Any]:
+        """Return the notebook's session once its kernel reports execution_state idle.
+
+        With a page, a JupyterLab dialog (such as "Select Kernel" for a notebook without a
+        usable kernelspec) fails at once, naming the dialog, instead of timing out.
+        """
+
+        def idle_session() -> dict[str, Any] | None:
+            if page is not None:
+                dialog = page.locator(".jp-Dialog")
+                if dialog.count():
+                    raise AssertionError(
+                        f"JupyterLab asks instead of starting {notebook_path}'s kernel: "
+                        f"{normalized(dialog.first.text_content() or '')!r}"
+                    )
+            for session in self.sessions_for(notebook_path):
+                if (session.get("kernel") or {}).get("execution_state") == "idle":
+                    return session
+            return None
+
+        return wait_for(
+            idle_session,
+            timeout_s=timeout_s,
+            what=f"an idle kernel for {notebook_path} at {self.base_url}",
+        )
+
+    def close_sessions(self, notebook_path: str) -> None:
+        """Shut down every session (and so its kernel) opened on notebook_path."""
+        for session in self.sessions_for(notebook_path):
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+
+
 @dataclass
-class LabServer:
+class LabServer(JupyterRest):
     """A running JupyterLab: its process, URL and private folders."""
 
     process: subprocess.Popen[bytes]
     base_url: str
     home: Path
     log_path: Path
+    headers: dict[str, str] = field(default_factory=dict)  # none: the tests' lab has no token
 
     @classmethod
     def start(cls, home: Path, *, startup_timeout_s: float = 90.0) -> LabServer:
@@ -227,51 +286,6 @@ class LabServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=15)
-
-    # -- REST API -------------------------------------------------------------------------------
-
-    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """Return the response of one REST call to the server."""
-        response = httpx.request(method, f"{self.base_url}{path}", timeout=30, **kwargs)
-        response.raise_for_status()
-        return response
-
-    def sessions_for(self, notebook_path: str) -> list[dict[str, Any]]:
-        """Return the server's sessions whose notebook is notebook_path (relative to the root)."""
-        return [
-            s for s in self.api("GET", "/api/sessions").json() if s.get("path") == notebook_path
-        ]
-
-    def wait_kernel_idle(
-        self, notebook_path: str, *, timeout_s: float = 120, page: Any = None
-    ) -> dict[str, Any]:
-        """Return the notebook's session once its kernel reports execution_state idle.
-
-        With a page, a JupyterLab dialog (such as "Select Kernel" for a notebook without a
-        usable kernelspec) fails at once, naming the dialog, instead of timing out.
-        """
-
-        def idle_session() -> dict[str, Any] | None:
-            if page is not None:
-                dialog = page.locator(".jp-Dialog")
-                if dialog.count():
-                    raise AssertionError(
-                        f"JupyterLab asks instead of starting {notebook_path}'s kernel: "
-                        f"{normalized(dialog.first.text_content() or '')!r}"
-                    )
-            for session in self.sessions_for(notebook_path):
-                if (session.get("kernel") or {}).get("execution_state") == "idle":
-                    return session
-            return None
-
-        return wait_for(
-            idle_session, timeout_s=timeout_s, what=f"an idle kernel for {notebook_path}"
-        )
-
-    def close_sessions(self, notebook_path: str) -> None:
-        """Shut down every session (and so its kernel) opened on notebook_path."""
-        for session in self.sessions_for(notebook_path):
-            self.api("DELETE", f"/api/sessions/{session['id']}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,7 +41,14 @@ from typing import Any
 
 import httpx
 import psutil
-from labdriver import CHROMIUM_ARGS, REPO_ROOT, ConditionTimeout, normalized, wait_for
+from labdriver import (
+    CHROMIUM_ARGS,
+    REPO_ROOT,
+    ConditionTimeout,
+    JupyterRest,
+    normalized,
+    wait_for,
+)
 
 PUBLIC_HOST = "hub.test"  # the name the browser uses for the hub; mapped to 127.0.0.1
 COURSE_FOLDER = "streaming-course"  # where nbgitpuller would put the course in each home
@@ -392,51 +399,11 @@ def prepare_home(home: Path, files: dict[str, str]) -> None:
 
 
 @dataclass
-class JupyterServer:
+class JupyterServer(JupyterRest):
     """REST calls to one Jupyter server: base like http://127.0.0.1:P/user/alice, auth headers."""
 
     base_url: str
     headers: dict[str, str]
-
-    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """Return the response of one REST call to the server."""
-        response = httpx.request(
-            method, f"{self.base_url}{path}", headers=self.headers, timeout=30, **kwargs
-        )
-        response.raise_for_status()
-        return response
-
-    def sessions_for(self, notebook_path: str) -> list[dict[str, Any]]:
-        """Return the server's sessions whose notebook is notebook_path."""
-        return [
-            s for s in self.api("GET", "/api/sessions").json() if s.get("path") == notebook_path
-        ]
-
-    def wait_kernel_idle(
-        self, notebook_path: str, *, timeout_s: float = 120, page: Any = None
-    ) -> dict[str, Any]:
-        """Return the notebook's session once its kernel reports execution_state idle."""
-
-        def idle_session() -> dict[str, Any] | None:
-            if page is not None and page.locator(".jp-Dialog").count():
-                text = page.locator(".jp-Dialog").first.text_content() or ""
-                raise AssertionError(f"JupyterLab asks instead of starting a kernel: {text!r}")
-            for session in self.sessions_for(notebook_path):
-                if (session.get("kernel") or {}).get("execution_state") == "idle":
-                    return session
-            return None
-
-        return wait_for(
-            idle_session,
-            timeout_s=timeout_s,
-            interval_s=0.2,
-            what=f"an idle kernel for {notebook_path} at {self.base_url}",
-        )
-
-    def close_sessions(self, notebook_path: str) -> None:
-        """Shut down every session (and so its kernel) opened on notebook_path."""
-        for session in self.sessions_for(notebook_path):
-            self.api("DELETE", f"/api/sessions/{session['id']}")
 
 
 # ---------------------------------------------------------------------------------------------
