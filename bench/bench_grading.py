@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "grading"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))  # the synthetic class tests/grading uses
 from classroom import write_class  # noqa: E402
 
 from lessonkit.grading import sandbox  # noqa: E402

@@ -8,18 +8,15 @@ open it, and each figure must be drawn with a visible size and its bars.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from classroom import MISTAKES, solution, with_function, write, write_learner
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grading"))
-from classroom import MISTAKES, solution, with_function, write, write_learner  # noqa: E402
-
-from lessonkit import cli  # noqa: E402
-from lessonkit.grading import grade  # noqa: E402
-from lessonkit.grading.exercises import EXERCISES  # noqa: E402
+from lessonkit import cli
+from lessonkit.grading import grade
+from lessonkit.grading.exercises import EXERCISES
 
 pytestmark = pytest.mark.browser
 

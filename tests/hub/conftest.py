@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -26,11 +25,7 @@ from typing import Any
 
 import nbformat
 import pytest
-
-# The JupyterLab helpers are shared with the browser tests.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
-
-from hubdriver import (  # noqa: E402
+from hubdriver import (
     ARTIFACTS,
     COURSE_FOLDER,
     PUBLIC_HOST,
@@ -40,7 +35,7 @@ from hubdriver import (  # noqa: E402
     chromium_args,
     prepare_home,
 )
-from labdriver import REPO_ROOT, launch_chromium  # noqa: E402
+from labdriver import REPO_ROOT, launch_chromium
 
 TIMINGS = pytest.StashKey[dict[str, Any]]()
 

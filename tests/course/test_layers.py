@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "lessonkit"
+PACKAGE = Path(__file__).resolve().parents[2] / "lessonkit"
 
 FORBIDDEN_IN_CORE = {
     # our own edges

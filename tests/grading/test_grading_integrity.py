@@ -10,15 +10,12 @@ states what it may use (exercise 4 may use lessonkit.sse).
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent / "grading"))
-from classroom import LESSON_READER, function_from  # noqa: E402
+from classroom import LESSON_READER, function_from
 
-from lessonkit.core import client, sse  # noqa: E402
-from lessonkit.grading import check, engine, integrity  # noqa: E402
-from lessonkit.grading.exercises import EXERCISES  # noqa: E402
+from lessonkit.core import client, sse
+from lessonkit.grading import check, engine, integrity
+from lessonkit.grading.exercises import EXERCISES
 
 _lesson_reader_by_hand = function_from(LESSON_READER, "read_stream")
 

@@ -25,7 +25,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SETTINGS_FILE = "streaming-course.json"
 
@@ -222,17 +222,23 @@ def test_the_wheel_carries_the_course_settings_to_jupyterlabs_overrides_d():
     }
 
 
-def test_jupyterlab_reads_the_course_settings_in_this_environment():
+def test_jupyterlab_reads_the_course_settings_in_this_environment(tmp_path):
     from jupyterlab.commands import get_app_dir
-    from jupyterlab_server.settings_utils import _get_overrides
+    from jupyterlab_server.settings_utils import get_settings
 
     settings_dir = Path(get_app_dir()) / "settings"
     shipped = json.loads((ROOT / "jupyter" / "overrides.d" / SETTINGS_FILE).read_text())
     assert json.loads((settings_dir / "overrides.d" / SETTINGS_FILE).read_text()) == shipped
-    overrides, error = _get_overrides(str(settings_dir))
-    assert not error
-    notification = overrides["@jupyterlab/apputils-extension:notification"]
-    assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False
+    # The schema defaults JupyterLab serves, with the overrides applied (no user settings).
+    notification, _warnings = get_settings(
+        str(settings_dir),
+        str(Path(get_app_dir()) / "schemas"),
+        str(tmp_path),
+        schema_name="@jupyterlab/apputils-extension:notification",
+    )
+    defaults = notification["schema"]["properties"]
+    assert defaults["fetchNews"]["default"] == "false"
+    assert defaults["checkForUpdates"]["default"] is False
 
 
 def test_jupyter_server_proxy_is_enabled_for_this_environments_jupyter_server():

@@ -6,21 +6,18 @@ import argparse
 import copy
 import csv
 import hashlib
-import sys
 import textwrap
 from pathlib import Path
 
 import nbformat
 import pytest
+from classroom import LESSON_READER
 
-sys.path.insert(0, str(Path(__file__).parent / "grading"))
-from classroom import LESSON_READER  # noqa: E402
-
-from lessonkit.grading import grade  # noqa: E402
+from lessonkit.grading import grade
 from lessonkit.grading.engine import call_in_process, evaluate
 from lessonkit.grading.exercises import EXERCISES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 TIMEOUT_S = "2"
 OPTIONS = grade.Options(grade.Setup(timeout_s=10), seed=7)

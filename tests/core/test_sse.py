@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
 import statistics
 import time
 from importlib import resources
 
+import httpx
+import httpx_sse
 import pytest
-from httpx._decoders import LineDecoder
-from httpx_sse._decoders import SSEDecoder as HttpxSSEDecoder
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from strategies import (
@@ -534,18 +533,9 @@ def test_a_big_event_cut_anywhere_arrives_whole(chunks):
 
 
 def httpx_sse_events(chunks: list[bytes]) -> list[list[str]]:
-    """Return (type, data, id) of every event httpx-sse finds, fed as httpx would feed it."""
-    text_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    lines = LineDecoder()
-    decoder = HttpxSSEDecoder()
-    found = []
-    texts = [text_decoder.decode(chunk) for chunk in chunks] + [text_decoder.decode(b"", True)]
-    all_lines = [line for text in texts if text for line in lines.decode(text)]
-    for line in all_lines + lines.flush():
-        event = decoder.decode(line)
-        if event is not None:
-            found.append([event.event, event.data, event.id])
-    return found
+    """Return (type, data, id) of every event httpx-sse finds in a response carrying ``chunks``."""
+    response = httpx.Response(200, content=iter(chunks))
+    return [[e.event, e.data, e.id] for e in httpx_sse.EventSource(response).iter_sse()]
 
 
 @given(plain_streams().flatmap(lambda data: chunkings(data)))

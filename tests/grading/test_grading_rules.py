@@ -21,7 +21,7 @@ from lessonkit.grading.engine import call_in_process, evaluate, evaluate_value
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.feedback import points_table
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_POINTS = {
     "response_times": 10,
     "read_stream": 30,

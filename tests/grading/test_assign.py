@@ -12,7 +12,7 @@ import pytest
 from lessonkit.grading import assign
 from lessonkit.grading.exercises import EXERCISES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_committed_exercises_are_exactly_what_assign_generates(tmp_path):

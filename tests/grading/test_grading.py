@@ -5,15 +5,12 @@ from __future__ import annotations
 import codecs
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from classroom import RIGHT, function_from
 
-sys.path.insert(0, str(Path(__file__).parent / "grading"))
-from classroom import RIGHT, function_from  # noqa: E402
-
-from lessonkit import grading  # noqa: E402
+from lessonkit import grading
 from lessonkit.core import llm, practice
 from lessonkit.grading import check, child, engine, feedback, notebook
 from lessonkit.grading import ex1_response_times as ex1
@@ -27,7 +24,7 @@ from lessonkit.grading.engine import call_in_process, evaluate, evaluate_value
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.notebook import GRADING_ENV
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FUNCTION_IDS = [e for e in EXERCISES if EXERCISES[e].kind == "function"]
 REFERENCES = {
     "response_times": ex1.reference,

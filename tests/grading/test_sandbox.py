@@ -30,14 +30,12 @@ import time
 from pathlib import Path
 
 import pytest
+from classroom import solution, with_cell_before_check, with_first_cell, write_learner
 
-sys.path.insert(0, str(Path(__file__).parent / "grading"))
-from classroom import solution, with_cell_before_check, with_first_cell, write_learner  # noqa: E402
+from lessonkit.grading import sandbox
+from lessonkit.grading.exercises import EXERCISES
 
-from lessonkit.grading import sandbox  # noqa: E402
-from lessonkit.grading.exercises import EXERCISES  # noqa: E402
-
-PACKAGE = Path(__file__).resolve().parents[1] / "lessonkit"
+PACKAGE = Path(__file__).resolve().parents[2] / "lessonkit"
 SECRET = "sk-test-0123456789-the-graders-own-key"
 NEEDS_BWRAP = "the sandbox tests need bubblewrap: apt-get install bubblewrap (.ci/run installs it)"
 

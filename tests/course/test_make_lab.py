@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 START_HERE = "lab/tree/notebooks/00_start_here.ipynb"
 
 

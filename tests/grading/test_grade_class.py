@@ -10,13 +10,10 @@ reads one thing from its outputs.
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "grading"))
-from classroom import (  # noqa: E402
+from classroom import (
     COURSE_ANSWER,
     EX3_FROM_THE_KEY,
     MISTAKES,
@@ -29,9 +26,9 @@ from classroom import (  # noqa: E402
     write_learner,
 )
 
-from lessonkit import cli  # noqa: E402
-from lessonkit.grading import grade  # noqa: E402
-from lessonkit.grading.exercises import EXERCISES  # noqa: E402
+from lessonkit import cli
+from lessonkit.grading import grade
+from lessonkit.grading.exercises import EXERCISES
 
 SEED = 11
 

@@ -19,7 +19,7 @@ import pytest
 from lessonkit.core import llm, network, practice, timeline
 from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, lesson05
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _notebook(name: str) -> nbformat.NotebookNode:
