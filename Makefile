@@ -102,7 +102,7 @@ clean:
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 
-# lessonkit grade's sandbox needs bubblewrap (tests/test_sandbox.py): installed here as root with apt.
+# lessonkit grade's sandbox needs bubblewrap (tests/grading/test_sandbox.py): installed here as root with apt.
 .PHONY: sandbox-tools
 unit: sandbox-tools
 sandbox-tools:
@@ -112,6 +112,6 @@ sandbox-tools:
 			apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
 			{ apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; \
 		else \
-			echo "bubblewrap is missing, so tests/test_sandbox.py will fail:" \
+			echo "bubblewrap is missing, so tests/grading/test_sandbox.py will fail:" \
 				"sudo apt-get install bubblewrap"; \
 		fi; }

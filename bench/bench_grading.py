@@ -3,7 +3,7 @@
 Run: .venv/bin/python bench/bench_grading.py [--learners 300] [--jobs 2] [--overhead 30]
 
 Writes a class of ``--learners`` synthetic learners x 6 exercise notebooks
-(tests/grading/classroom.py: right answers written differently, typical
+(tests/support/classroom.py: right answers written differently, typical
 mistakes, a function handing its work to the course's answer, endless loops,
 exit(), untouched stubs, a few corrupt files and -Copy1 duplicates), then
 grades it with ``lessonkit grade -j N`` in a fresh process, once sandboxed

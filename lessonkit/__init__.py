@@ -12,7 +12,7 @@
                (ex1_response_times ... ex6_parse_sse), the engine, `lessonkit grade`
 
 The core imports nothing from the other three; they import the core
-(tests/test_layers.py checks it). Each layer's __init__ says what it may import.
+(tests/course/test_layers.py checks it). Each layer's __init__ says what it may import.
 ``lessonkit.sse``, ``lessonkit.client`` and ``lessonkit.server`` are kept as the
 course contract names them; their code lives in core/ and serve/.
 """

@@ -7,7 +7,7 @@
 #   4. `playwright install chromium`, where the network allows it;
 #   5. otherwise one message naming the command, and a failing exit status.
 #
-# tests/browser/labdriver.py (find_browser) looks in the same order.
+# tests/support/labdriver.py (find_browser) looks in the same order.
 # Usage: tools/ensure_chromium.sh VENV_BIN
 set -uo pipefail
 bin=${1:?usage: tools/ensure_chromium.sh VENV_BIN}

@@ -7,7 +7,7 @@ unchanged notebook changes nothing but widget model ids.
 
 A widget may keep the address of a server the notebook started (the browser demo
 does); the port was free for that one run, so the saved state writes it as <port>
-(tests/test_committed_outputs.py checks that no trace of the machine is committed).
+(tests/course/test_committed_outputs.py checks that no trace of the machine is committed).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ May import: the standard library (but no clock, socket, thread or event loop:
 ``time``, ``datetime``, ``socket``, ``select``, ``threading``, ``asyncio``) and
 other modules of ``lessonkit.core``. Never ``lessonkit.lab``, ``lessonkit.serve``
 or ``lessonkit.grading``; they import the core, not the reverse
-(tests/test_layers.py checks it).
+(tests/course/test_layers.py checks it).
 
     sse        the SSE wire format: SSEDecoder, Event, encode (the WHATWG algorithm)
     dialects   what one event means in the lesson, OpenAI and Anthropic formats

@@ -17,7 +17,7 @@ to the next heading of the same or a higher level) are counted apart from its co
 The minutes printed in each notebook ("About N minutes", "plus about M ... Going
 deeper"), in the course map of notebooks/00_start_here.ipynb and in the README's
 tables must be within 20% of this estimate; the core of each lesson within about
-15 minutes. Run this file with `python tests/test_minutes.py` to print the table.
+15 minutes. Run this file with `python tests/course/test_minutes.py` to print the table.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ The pieces conftest.py wires into fixtures:
   even if the hub died first. Each process of a run also carries ``RUN_MARKER`` in its
   environment, the second check that nothing is left.
 * ``JupyterServer``: one user's server's REST API through the hub, with the test's token;
-  it has the methods tests/browser/labdriver.py calls on a server (wait_kernel_idle,
+  it has the methods tests/support/labdriver.py calls on a server (wait_kernel_idle,
   close_sessions), so labdriver's notebook helpers work on it unchanged.
 * ``RemotePage.open(browser)``: a Playwright context (own cookies, so own user) whose page
   cannot reach 127.0.0.1, localhost or [::1]: those requests and WebSockets are aborted

@@ -8,7 +8,7 @@ as a folder per learner (or as a Canvas flat export), mixed the way a real
 class is: mostly right answers written differently, typical mistakes, a few
 loops, exits, corrupt files and duplicates.
 
-Used by tests/test_grade_class.py, tests/test_sandbox.py and bench/bench_grading.py.
+Used by tests/grading/test_grade_class.py, tests/grading/test_sandbox.py and bench/bench_grading.py.
 """
 
 from __future__ import annotations
