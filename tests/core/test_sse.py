@@ -534,7 +534,9 @@ def test_a_big_event_cut_anywhere_arrives_whole(chunks):
 
 def httpx_sse_events(chunks: list[bytes]) -> list[list[str]]:
     """Return (type, data, id) of every event httpx-sse finds in a response carrying ``chunks``."""
-    response = httpx.Response(200, content=iter(chunks))
+    response = httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=iter(chunks)
+    )
     return [[e.event, e.data, e.id] for e in httpx_sse.EventSource(response).iter_sse()]
 
 
