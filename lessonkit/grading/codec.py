@@ -1,7 +1,7 @@
 """Values across a process boundary: ``to_jsonable(value)`` and back, and where code raised.
 
-The learner's function runs in another process (a forked copy of the kernel,
-or ``python -m lessonkit.grading.child``); what it returns comes back as JSON:
+The learner's function may run in another process (``python -m
+lessonkit.grading.child``); what it returns comes back as JSON:
 bytes as ``{"__bytes__": base64}``, tuples as lists, anything else as its repr
 (``{"__repr__": ..., "__type__": ...}``). A generator's items are collected
 first (``materialize``), so ``yield`` is a fine way to write an answer. A list of
@@ -31,6 +31,7 @@ __all__ = [
     "from_jsonable",
     "learner_line",
     "materialize",
+    "message_of",
     "to_jsonable",
 ]
 
@@ -128,6 +129,14 @@ def decode_args(args: Sequence[Any], fetch: Callable[..., Any] | None = None) ->
         else:
             out.append(from_jsonable(arg))
     return out
+
+
+def message_of(exc: BaseException) -> str:
+    """Return an exception's message, at most 2,000 characters (never raises)."""
+    try:
+        return str(exc)[:2000]
+    except Exception:
+        return "(the exception's message could not be shown)"
 
 
 def error_detail(exc: BaseException) -> str | None:

@@ -14,7 +14,7 @@ import pytest
 from classroom import LESSON_READER
 
 from lessonkit.grading import grade
-from lessonkit.grading.engine import call_in_process, evaluate
+from lessonkit.grading.engine import Mode, evaluate, in_process
 from lessonkit.grading.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,7 +134,16 @@ def test_the_csv_has_one_row_per_learner_and_a_column_per_exercise(graded_class)
     rows, text, *_ = graded_class
     header = text.splitlines()[0].split(",")
     assert header[:4] == ["learner", "status", "score", "max_score"]
-    assert header[4:] == [*EXERCISES, "flags", "error", "notes", "files"]
+    assert header[4:] == [
+        *EXERCISES,
+        "flags",
+        "gradebook",
+        "lms",
+        "lms_id",
+        "error",
+        "notes",
+        "files",
+    ]
     assert sorted(rows) == sorted(
         ["correct", "partial", "broken", "loop", "hang", "exit", "tamper", "corrupt"]
     )
@@ -182,8 +191,8 @@ def test_tampering_earns_only_what_the_function_itself_earns(graded_class):
     row = graded_class[0]["tamper"]
     honest = evaluate(
         EXERCISES["read_stream"],
-        lambda case: call_in_process(lambda chunks: ("", True), case),
-        hidden=True,
+        in_process(lambda chunks: ("", True)),
+        Mode(hidden=True),
     )
     assert float(row["read_stream"]) == honest.score < 30
     assert row["status"] == "ok"
@@ -200,9 +209,9 @@ def test_each_submission_gets_a_feedback_file_that_never_shows_hidden_inputs(gra
     assert len(files) == 8
     partial = (feedback / "partial.txt").read_text(encoding="utf-8")
     assert partial.count("FAILED") == 1  # one rule in full per exercise, the rest by name
-    assert "FAILED  the whole stream in one chunk" in partial
+    assert "FAILED  several events in one chunk are all handled" in partial  # the root bug
     assert "hint      After adding a chunk, handle every complete event" in partial
-    assert "  - several events in one chunk are all handled" in partial
+    assert "  - the whole stream in one chunk" in partial
     assert "日本" not in partial
     loop = (feedback / "loop.txt").read_text(encoding="utf-8")
     assert "no answer within 2 s" in loop
