@@ -24,10 +24,10 @@ import json
 import os
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lessonkit.grading.codec import Served, to_jsonable
+from lessonkit.grading.codec import Served, line_at, to_jsonable
 from lessonkit.grading.engine import (
     PROCESS_ENDED,
     Case,
@@ -55,9 +55,15 @@ class Channel:
     """The grader's end of the JSON-lines protocol of ``lessonkit.grading.child``."""
 
     def __init__(
-        self, read_fd: int, write_fd: int, stop: Callable[[], None], grace_s: float = 0.0
+        self,
+        read_fd: int,
+        write_fd: int,
+        stop: Callable[[], None],
+        grace_s: float = 0.0,
+        files: Mapping[str, str] | None = None,
     ) -> None:
         self.write_fd = write_fd
+        self.files = files or {}  # code name -> its file here, for a source line to show
         self.grace_s = grace_s  # extra wait past a call's limit (a child with its own alarm)
         self.alive = True
         self._read_fd = read_fd
@@ -143,7 +149,7 @@ class Channel:
                 while message is not None and message.get("op") == "fetch" and fake is not None:
                     self._serve_fetch(fake, message.get("last_event_id"))
                     message = self.receive(limit_s + self.grace_s)
-                outcomes.append(_outcome(message, fake))
+                outcomes.append(_outcome(message, fake, self.files))
                 if outcomes[-1].stops:
                     return outcomes
         except ChildGone as exc:
@@ -197,8 +203,12 @@ def _requests(fake: Any) -> tuple | None:
     return tuple(fake.requests) if fake is not None else None
 
 
-def _outcome(message: dict | None, fake: Any) -> Outcome:
-    """Return the Outcome a reply stands for (None: no reply in time)."""
+def _outcome(message: dict | None, fake: Any, files: Mapping[str, str]) -> Outcome:
+    """Return the Outcome a reply stands for (None: no reply in time).
+
+    A worker cannot read a notebook cell's source; the line it names is read
+    here, from ``files`` (code name -> file) when the worker's copy lost it.
+    """
     requests = _requests(fake)
     if message is None:
         return TimedOut(requests=requests)
@@ -209,8 +219,12 @@ def _outcome(message: dict | None, fake: Any) -> Outcome:
         return Returned(value=message.get("value"), requests=requests, used=used)
     if op == "timeout":
         return TimedOut(requests=requests, used=used)
+    if op == "exited":
+        return Ended(requests=requests, used=used)
     if op == "raised":
-        where, detail = message.get("where"), message.get("detail")
+        where, detail, at = message.get("where"), message.get("detail"), message.get("at")
+        if isinstance(where, str) and ":" not in where and isinstance(at, list) and len(at) == 3:
+            where = line_at(files.get(str(at[2]), str(at[0])), int(at[1]))
         return raised(
             str(message.get("type", "Exception")),
             str(message.get("message", "")),

@@ -38,8 +38,9 @@ Child -> grader, on the stdout it had at start (fd 1 then points to /dev/null)::
 
     {"op": "ready", "found": [...], "cell_errors": [...], "stopped": "...",
      "cell_used": [...], "copied": {name: [...]}}
-    {"op": "result", "value": ..., "used": [...]}  /  {"op": "raised", "type": ..., ...}
-    {"op": "timeout"}  /  {"op": "fetch", "last_event_id": ...}
+    {"op": "result", "value": ..., "used": [...]}
+    {"op": "raised", "type": ..., "message": ..., "where": ..., "at": [file, line], ...}
+    {"op": "timeout"}  /  {"op": "exited"} (sys.exit)  /  {"op": "fetch", "last_event_id": ...}
 
 A "calls" request gets one reply per case, in order, and stops after a
 "timeout".
@@ -63,6 +64,7 @@ from lessonkit.grading.codec import (
     decode_args,
     error_detail,
     from_jsonable,
+    learner_frame,
     learner_line,
     materialize,
     message_of,
@@ -143,12 +145,15 @@ def _call(
             reply = {"op": "result", "value": to_jsonable(value)}
         except CallTimeout:
             reply = {"op": "timeout"}
-        except BaseException as exc:  # SystemExit and KeyboardInterrupt too: report them
+        except SystemExit:
+            reply = {"op": "exited"}  # the function tried to end the process
+        except BaseException as exc:  # KeyboardInterrupt too: report it
             reply = {
                 "op": "raised",
                 "type": type(exc).__name__,
                 "message": message_of(exc),
                 "where": learner_line(exc.__traceback__),
+                "at": learner_frame(exc.__traceback__),
                 "detail": error_detail(exc),
             }
     used = recorder.take()

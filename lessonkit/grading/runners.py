@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dis
+import functools
 import json
 import os
 import subprocess
@@ -119,11 +120,42 @@ def _start_worker(fn: Callable[..., Any]) -> Channel:
         process.kill()
         process.wait()
 
-    channel = Channel(os.dup(process.stdout.fileno()), os.dup(process.stdin.fileno()), stop)
+    read_fd, write_fd = os.dup(process.stdout.fileno()), os.dup(process.stdin.fileno())
+    channel = Channel(read_fd, write_fd, stop, files=_code_files(fn))
     process.stdout.close()
     process.stdin.close()
     channel.send({"op": "function", "name": "fn", "pickle": pickled})
     return channel
+
+
+def _code_files(fn: Any, limit: int = 500) -> dict[str, str]:
+    """Return code name -> file of ``fn`` and the functions it reaches (cloudpickle drops files).
+
+    The worker reports where an exception was raised by code name and line; the
+    kernel reads the line from its own cells with this map.
+    """
+    files: dict[str, str] = {}
+    todo, seen = [fn], set()
+    while todo and len(seen) < limit:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, functools.partial):
+            todo += [item.func, *item.args]
+        elif isinstance(item, types.FunctionType):
+            codes = [item.__code__]
+            while codes:
+                code = codes.pop()
+                files.setdefault(code.co_qualname, code.co_filename)
+                codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+                todo += [item.__globals__.get(n) for n in code.co_names]
+            for cell in item.__closure__ or ():
+                try:
+                    todo.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    pass
+    return files
 
 
 # ---------------------------------------------------------------------------
