@@ -276,10 +276,12 @@ class _Scan:
 
 
 def _one_learner(folder: Path) -> bool:
-    """Return True when a folder holds one learner's notebooks: each course notebook at most
-    once (copies aside), some notebook, and no LMS export inside."""
+    """Return True when a folder holds one learner's notebooks: no LMS export inside, and
+    either course notebooks of its own or each course notebook at most once (copies aside)."""
     kinds: set[str] = set()
+    twice = False
     notebooks = 0
+    own = any(p.suffix == ".ipynb" and course_notebook(p) for p in folder.iterdir() if p.is_file())
     for root, dirs, files in os.walk(folder):
         dirs[:] = [d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith(".")]
         if "submitted" in dirs or any(_folder_lms(Path(root) / d, {}) for d in dirs):
@@ -293,10 +295,9 @@ def _one_learner(folder: Path) -> bool:
             notebooks += 1
             kind = course_notebook(path)
             if kind is not None and not _is_copy(path):
-                if kind in kinds:
-                    return False
+                twice = twice or kind in kinds
                 kinds.add(kind)
-    return notebooks > 0
+    return notebooks > 0 and (own or not twice)
 
 
 def _one_learners(loose: list[Path]) -> list[Path]:
@@ -363,7 +364,7 @@ def find_roster(paths: Iterable[str | Path]) -> Roster:
         parts = [group] if together else [[f] for f in group]
         for part in parts:
             first = part[0]
-            name = learner if together else f"{learner} ({first.source.name})"
+            name = learner if together else f"{learner} ({first.source.parent.name})"
             whole = _Found(name, first.source, first.lms, first.lms_id)
             whole.notebooks = [nb for f in part for nb in f.notebooks]
             kept, notes, out = _one_file_each(whole)
