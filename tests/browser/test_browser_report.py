@@ -72,7 +72,7 @@ def test_the_report_opens_and_draws_each_figure_with_its_bars(browser: Any, repo
         failing = page.locator("#rules-read_stream rect.bar:not([data-share='0.000'])")
         assert failing.count() >= 1
         reteach = page.locator("#reteach").inner_text()
-        assert page.locator("#reteach tr").count() == 3  # a header, then bob's two mistakes
+        assert page.locator("#reteach tr").count() >= 3  # a header, then bob's mistakes
         assert "A chunk is not an event" in reteach and "The prefill pass" in reteach
         assert "Every file handed over was graded." in page.locator("#not-graded").inner_text()
         assert "bob" in page.locator("#learners").inner_text()
