@@ -70,7 +70,7 @@ from lessonkit.grading.codec import (
     message_of,
     to_jsonable,
 )
-from lessonkit.grading.integrity import Recorder, copies
+from lessonkit.grading.integrity import Catalogue, Recorder
 
 __all__ = ["Wire", "main", "run_cells", "serve"]
 
@@ -280,7 +280,7 @@ def run_cells(
     return found, errors, stopped
 
 
-def run_notebook(wire: Wire, setup: dict) -> None:
+def run_notebook(wire: Wire, setup: dict, catalogue: Catalogue) -> None:
     """Run one notebook's cells (recording course answers they call), report, then serve calls."""
     names, values = list(setup.get("names", [])), list(setup.get("values", []))
     recorder = Recorder()
@@ -293,7 +293,7 @@ def run_notebook(wire: Wire, setup: dict) -> None:
             setup.get("timeout_s"),
         )
     cell_used = recorder.take()
-    copied = {name: copies(value) for name, value in found.items()}
+    copied = {name: catalogue.copies(value) for name, value in found.items()}
     wire.send(
         {
             "op": "ready",
@@ -309,13 +309,14 @@ def run_notebook(wire: Wire, setup: dict) -> None:
 
 def _notebooks(wire: Wire) -> int:
     """Run each "notebook" request in its own namespace, one after the other, until "quit"."""
+    catalogue = Catalogue()  # the course's answers, read once for every notebook
     while True:
         request = wire.receive()
         if request is None or request.get("op") == "quit":
             return 0
         if request.get("op") != "notebook":
             return 2
-        run_notebook(wire, request)
+        run_notebook(wire, request, catalogue)
 
 
 def _own_pipes() -> Wire:

@@ -140,8 +140,10 @@ class NotWritten(Raised):
 
 @dataclass(frozen=True, kw_only=True)
 class TimedOut(Outcome):
-    """The call gave no answer within its time limit (and was stopped)."""
+    """The call gave no answer within its time limit (and was stopped), or never started:
+    ``budget`` says why when the notebook's whole time ran out first."""
 
+    budget: str = ""
     stops: ClassVar[bool] = True
 
 
@@ -549,6 +551,8 @@ def _judge_rule(context: Evaluation, rule: Rule, cases: list[Case]) -> _Verdict:
 
 
 def _stop_text(context: Evaluation, outcome: Outcome) -> str:
+    if isinstance(outcome, TimedOut) and outcome.budget:
+        return outcome.budget
     if isinstance(outcome, TimedOut):
         return f"{context.exercise.id} was stopped after {context.mode.limit_s:g} s"
     if isinstance(outcome, Ended):
@@ -574,6 +578,8 @@ def _failure(
     diagnosed = _diagnosed(exercise, case, outcome, more) if kind == "value" else None
     if kind == "loop":
         hint = LOOP_HINT
+    elif kind == "budget":
+        hint = "Your function is slow: does it copy the whole buffer again for every chunk?"
     elif kind == "shape":
         hint = exercise.shape_hint or rule.hint
     elif kind == "ended":
@@ -614,6 +620,8 @@ def _problem(context: Evaluation, case: Case, outcome: Outcome) -> tuple[str, st
     """
     exercise = context.exercise
     expected = exercise.show_value(context.plan.expected(case))
+    if isinstance(outcome, TimedOut) and outcome.budget:
+        return expected, outcome.budget, "budget"
     if isinstance(outcome, TimedOut):
         limit = f"{context.mode.limit_s:g} s"
         return expected, f"no answer within {limit} (an endless loop?)", "loop"

@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -119,6 +119,9 @@ class Grading:
     """A class's grading context: the options, and one Plan per exercise shared by every learner."""
 
     def __init__(self, options: Options) -> None:
+        if options.setup.support is None:  # probe the machine once for the whole class
+            setup = replace(options.setup, support=sandbox.detect())
+            options = replace(options, setup=setup)
         self.options = options
         self.mode = Mode(
             hidden=True,

@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ANSWERS", "Recorder", "copies"]
+__all__ = ["ANSWERS", "Catalogue", "Recorder", "copies"]
 
 # module, the answers in it ("*": every function and method written in it), the name shown
 ANSWERS: tuple[tuple[str, tuple[str, ...] | str, str], ...] = (
@@ -129,16 +129,18 @@ class Recorder:
         entry = self.files.get(code.co_filename)
         return entry.answer(code) if entry is not None else None
 
-    def _trace(self, frame: types.FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            self.note(frame)
-        return None  # no line events: only calls are watched
-
     @contextmanager
     def recording(self) -> Iterator[None]:
         """Record the calls made inside the block (the tracer of before is put back after)."""
+        files, note = self.files, self.note
+
+        def on_call(frame: types.FrameType, event: str, arg: Any) -> None:
+            if frame.f_code.co_filename in files:  # most calls: one look-up, then nothing
+                note(frame)
+            # returns None: no line events, only calls are watched
+
         before = sys.gettrace()
-        sys.settrace(self._trace)
+        sys.settrace(on_call)
         try:
             yield
         finally:
@@ -253,13 +255,32 @@ def _held_by(fn: types.FunctionType) -> list[Any]:
     return [h for h in held if not isinstance(h, types.ModuleType)]
 
 
+class Catalogue:
+    """The course's answers as code and data, read once: ``catalogue.copies(value)``.
+
+    Building it imports the answer modules and reads each answer's bytecode (a
+    few tens of ms): a process that checks many functions builds one.
+    """
+
+    def __init__(self) -> None:
+        self.fingerprints = _fingerprints()
+        self.inputs, self.key_types = _held_data()
+
+    def copies(self, value: Any, *, limit: int = 2000) -> list[str]:
+        """Return the course answers ``value`` holds (see ``copies``)."""
+        return _copies(self, value, limit)
+
+
 def copies(value: Any, *, limit: int = 2000) -> list[str]:
     """Return the course answers ``value`` holds: pasted code, the cases of exercise 6, the key.
 
     ``value`` is a learner's function (or class), or exercise 3's dict of answers.
     """
-    fingerprints = _fingerprints()
-    inputs, key_types = _held_data()
+    return Catalogue().copies(value, limit=limit)
+
+
+def _copies(catalogue: Catalogue, value: Any, limit: int) -> list[str]:
+    fingerprints, inputs, key_types = catalogue.fingerprints, catalogue.inputs, catalogue.key_types
     found: dict[str, None] = {}
     cases_held: set[bytes] = set()
     for item in _reach(value, limit):

@@ -63,7 +63,7 @@ class Setup:
 
     timeout_s: float = 60.0  # one notebook: its cells and its checks together
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
-    support: sandbox.SandboxSupport = sandbox.NO_SANDBOX  # sandbox.detect() once, by the caller
+    support: sandbox.SandboxSupport | None = None  # None: sandbox.detect() once per class
 
 
 class NotebookProblem(Exception):
@@ -229,7 +229,8 @@ class NotebookRun:
 
         def calls(cases: Sequence[Case]) -> list[Outcome]:
             if time.monotonic() > self.deadline:
-                return [TimedOut()]
+                used_up = f"the notebook's time ran out (--timeout {self.timeout_s:g} s)"
+                return [TimedOut(budget=used_up)]
             try:
                 return self._channel().call_many(exercise_id, cases, limit_s, plan.encoded)
             except NotebookTimedOut:

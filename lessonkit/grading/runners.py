@@ -202,8 +202,11 @@ def _call_with_budget(
             raise OutOfTime(OUT_OF_TIME)
         return on_line
 
+    files = recorder.files
+
     def on_call(frame: types.FrameType, event: str, arg: Any) -> Any:
-        recorder.note(frame)
+        if frame.f_code.co_filename in files:
+            recorder.note(frame)
         spin = spins.get(frame.f_code)
         if spin is None:
             spin = spins[frame.f_code] = _spins(frame.f_code)
