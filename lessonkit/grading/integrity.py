@@ -14,7 +14,9 @@ every check. There are three ways to hand it in, and three checks, all here:
    of the course is patched: a name imported earlier, a bound method, a stored
    reference or a module executed again (``importlib.reload``) run the same
    files, so they all count. The same recorder serves every runner: the
-   grading child, ``check``'s worker process and the in-process runner.
+   grading child (which watches each rule's first three calls and every
+   eighth after them: the hook costs time on every call), ``check``'s worker
+   process and the in-process runner (every call).
 2. **Pasting its code.** ``copies(value)`` reads the learner's code: bytecode
    equal to an answer's (a pasted copy of the course's source), in the
    function, the functions and classes it names, and so on.
