@@ -12,6 +12,10 @@ time. Never lessonkit.lab or lessonkit.grading.
     cli         `lessonkit serve`, and options shared with `lessonkit proxy`
     proxy       `lessonkit proxy --buffer | --no-buffer`: a reverse proxy that holds or passes
     rawhttp     the client side, live: raw socket bytes, timed requests, a cancelled stream
+    demo_socket where the browser demo's servers listen: Unix sockets in a private folder
+    jupyter_route  the Jupyter server extension: the page's one route to those sockets
+                (tornado, jupyter_server and httpx; it runs in the Jupyter server, not
+                the kernel)
 
 In a notebook::
 
@@ -20,6 +24,18 @@ In a notebook::
         ...  # url == "http://127.0.0.1:PORT"
 """
 
-from lessonkit.serve.background import running
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["running"]
+
+
+def __getattr__(name: str) -> Any:
+    # `running` is imported when first used, not with the package: the Jupyter server
+    # imports lessonkit.serve.jupyter_route and should not load uvicorn and starlette.
+    if name == "running":
+        from lessonkit.serve.background import running
+
+        return running
+    raise AttributeError(f"module 'lessonkit.serve' has no attribute {name!r}")
