@@ -1,7 +1,9 @@
 """The edge with sockets and clocks: a real local streaming LLM server, a proxy, a raw client.
 
 May import: lessonkit.core, starlette, uvicorn, httpx, asyncio, socket, threading,
-time. Never lessonkit.lab or lessonkit.grading.
+time. Never lessonkit.lab or lessonkit.grading. The Jupyter server's extensions
+(jupyter_route, jupyter_culling, and demo_socket, which they use) import only the
+standard library, tornado, jupyter_server, jupyter_core and httpx.
 
     app         the routes: OpenAI- and Anthropic-compatible endpoints, GET /v1/stream, stats
     checks      what a request may ask for, and the 4xx JSON errors it gets otherwise
@@ -13,9 +15,10 @@ time. Never lessonkit.lab or lessonkit.grading.
     proxy       `lessonkit proxy --buffer | --no-buffer`: a reverse proxy that holds or passes
     rawhttp     the client side, live: raw socket bytes, timed requests, a cancelled stream
     demo_socket where the browser demo's servers listen: Unix sockets in a private folder
-    jupyter_route  the Jupyter server extension: the page's one route to those sockets
-                (tornado, jupyter_server and httpx; it runs in the Jupyter server, not
-                the kernel)
+    jupyter_route   a Jupyter server extension: the page's one route to those sockets
+    jupyter_culling a Jupyter server extension: idle kernels culled, also with a tab open
+                (both run in the Jupyter server, not the kernel: tornado, jupyter_server
+                and httpx only)
 
 In a notebook::
 

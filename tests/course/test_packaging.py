@@ -38,6 +38,8 @@ SHARED_DATA = {
         f"etc/jupyter/jupyter_server_config.d/{SETTINGS_FILE}"
     ),
 }
+# The course's Jupyter server extensions (lessonkit/serve/): the demo's route, the culling.
+EXTENSIONS = ("jupyter_route", "jupyter_culling")
 # Besides what learners need: what an instructor runs in the image learners use.
 INSTRUCTOR_TOOLS = {"nbval"}
 
@@ -320,34 +322,26 @@ def _server_extensions() -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", listing.stdout + listing.stderr)
 
 
-def test_the_course_route_is_enabled_and_no_proxy_for_this_environments_jupyter_server():
+def test_the_shipped_server_settings_enable_the_course_extensions_and_nothing_else():
+    shipped = json.loads((ROOT / "jupyter" / "jupyter_server_config.d" / SETTINGS_FILE).read_text())
+    # Jupyter reads only the list of extensions from these folders (the culling times
+    # are set by lessonkit.serve.jupyter_culling itself).
+    assert shipped == {
+        "ServerApp": {"jpserver_extensions": {f"lessonkit.serve.{n}": True for n in EXTENSIONS}}
+    }
+
+
+def test_the_course_extensions_are_enabled_and_no_proxy_for_this_environments_jupyter_server():
     text = _server_extensions()
-    assert re.search(r"lessonkit\.serve\.jupyter_route enabled", text), text
-    assert "lessonkit.serve.jupyter_route  OK" in text, text
+    for name in EXTENSIONS:
+        assert re.search(rf"lessonkit\.serve\.{name} enabled", text), text
+        assert f"lessonkit.serve.{name}  OK" in text, text
     assert "jupyter_server_proxy" not in text, (
         "jupyter-server-proxy is installed in this environment (an older course needed it); "
         "its /proxy/<port> routes reach every loopback port: "
         f"{Path(sys.executable).parent}/python -m pip uninstall jupyter-server-proxy, "
         "or `make clean setup`"
     )
-
-
-def test_this_environments_jupyter_server_culls_idle_kernels_also_with_their_tab_open():
-    from jupyter_core.paths import jupyter_config_path
-    from traitlets.config.loader import JSONFileConfigLoader
-
-    shipped = json.loads((ROOT / "jupyter" / "jupyter_server_config.d" / SETTINGS_FILE).read_text())
-    culling = shipped["MappingKernelManager"]
-    assert culling["cull_connected"] is True and culling["cull_idle_timeout"] > 0
-    installed = [
-        Path(folder) / "jupyter_server_config.d" / SETTINGS_FILE
-        for folder in jupyter_config_path()
-        if (Path(folder) / "jupyter_server_config.d" / SETTINGS_FILE).exists()
-    ]
-    assert installed, "the course's Jupyter server settings are not installed (run make setup)"
-    loaded = JSONFileConfigLoader(installed[0].name, str(installed[0].parent)).load_config()
-    assert loaded.MappingKernelManager.cull_connected is True
-    assert loaded.MappingKernelManager.cull_idle_timeout == culling["cull_idle_timeout"]
 
 
 # --- the command line and CI -------------------------------------------------------------------

@@ -396,6 +396,21 @@ def _hub_environment(spec: HubSpec, workdir: Path, run_id: str) -> dict[str, str
     return env
 
 
+def course_files() -> dict[str, str]:
+    """The course's notebooks as a learner's home gets them, outputs cleared."""
+    import nbformat
+
+    files = {}
+    for path in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        notebook.metadata.pop("widgets", None)
+        files[f"{COURSE_FOLDER}/notebooks/{path.name}"] = nbformat.writes(notebook)
+    return files
+
+
 def prepare_home(home: Path, files: dict[str, str]) -> None:
     """Create a user's home holding files (path relative to the home -> text)."""
     for name, text in files.items():

@@ -1,8 +1,9 @@
 """The course's Jupyter route: a real Jupyter server, demo servers on Unix sockets.
 
-A `jupyter server` process runs with this environment's settings (the course's
-extension enabled by etc/jupyter/jupyter_server_config.d, as `pip install .` and
-`make setup` put it) and a token; its runtime folder is the test's. Demo servers
+A `jupyter server` process (tests/support/jupyterserver.py) runs with this
+environment's settings (the course's extension enabled by etc/jupyter/
+jupyter_server_config.d, as `pip install .` and `make setup` put it) and a token; its
+runtime folder is the test's. Demo servers
 run in this process on sockets in that folder, as a kernel of that server would
 run them. Requests go through <base URL>lessonkit/demo/<name>/... as the page sends
 them.
@@ -10,18 +11,15 @@ them.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
+from jupyterserver import JupyterServerProcess, jupyter_server
 from labdriver import free_loopback_port, wait_for
 
 from lessonkit.core import client, llm
@@ -42,77 +40,19 @@ ASK = {
 ANSWER = llm.answer_for(llm.RUNNING_PROMPT)
 
 
-@dataclass
-class Jupyter:
-    """A running `jupyter server`: its URL, token and runtime folder."""
-
-    url: str
-    token: str
-    runtime: Path
-    process: subprocess.Popen[bytes]
-
-    def route(self, name: str, path: str = "") -> str:
-        return f"{self.url}/{ROUTE}/{name}{path}"
-
-    @property
-    def auth(self) -> dict[str, str]:
-        return {"Authorization": f"token {self.token}"}
-
-
 @pytest.fixture(scope="module")
-def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
-    home = tmp_path_factory.mktemp("jupyter-home")
-    runtime = home / "runtime"
-    token = "route-test-token"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
-    env.update(
-        JUPYTER_CONFIG_DIR=str(home / "config"),
-        JUPYTER_DATA_DIR=str(home / "data"),
-        JUPYTER_RUNTIME_DIR=str(runtime),
-    )
-    port = free_loopback_port()
-    log = (home / "server.log").open("wb")
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).with_name("jupyter")),
-            "server",
-            "--no-browser",
-            "--allow-root",
-            f"--port={port}",
-            "--ServerApp.port_retries=0",
-            "--ServerApp.ip=127.0.0.1",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={home}",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    server = Jupyter(f"http://127.0.0.1:{port}", token, runtime, process)
-
-    def ready() -> bool:
-        if process.poll() is not None:
-            raise AssertionError((home / "server.log").read_text())
-        try:
-            return httpx.get(f"{server.url}/api/status", headers=server.auth).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        wait_for(ready, timeout_s=90, what="jupyter server to start")
+def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterServerProcess]:
+    with jupyter_server(tmp_path_factory.mktemp("jupyter-home")) as server:
         yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+
+
+def route(server: JupyterServerProcess, name: str, path: str = "") -> str:
+    """The URL of `path` on demo socket `name`, through the server's course route."""
+    return f"{server.url}/{ROUTE}/{name}{path}"
 
 
 @pytest.fixture
-def demo(jupyter: Jupyter) -> Iterator[tuple[str, BackgroundServer]]:
+def demo(jupyter: JupyterServerProcess) -> Iterator[tuple[str, BackgroundServer]]:
     """A course server on a fresh socket in the Jupyter server's runtime folder: (name, server)."""
     name = demo_socket.new_socket_name()
     path = demo_socket.socket_path(name, base=jupyter.runtime, create=True)
@@ -145,7 +85,7 @@ def assert_arrived_token_by_token(reads: list[tuple[float, bytes]]) -> None:
 
 def test_an_eventsource_get_streams_through_the_route_token_by_token(jupyter, demo):
     name, _ = demo
-    url = jupyter.route(name, f"/v1/stream?prompt={llm.RUNNING_PROMPT}")
+    url = route(jupyter, name, f"/v1/stream?prompt={llm.RUNNING_PROMPT}")
     reads = timed_reads("GET", url, headers={**jupyter.auth, "Accept": "text/event-stream"})
     assert_arrived_token_by_token(reads)
     body = b"".join(piece for _, piece in reads)
@@ -154,7 +94,7 @@ def test_an_eventsource_get_streams_through_the_route_token_by_token(jupyter, de
 
 def test_a_fetch_post_streams_without_an_accept_header_too(jupyter, demo):
     name, _ = demo
-    url = jupyter.route(name, "/v1/chat/completions")
+    url = route(jupyter, name, "/v1/chat/completions")
     reads = timed_reads("POST", url, headers=jupyter.auth, json=ASK)
     assert_arrived_token_by_token(reads)
     reply = client.read_stream([piece for _, piece in reads], "openai")
@@ -164,19 +104,19 @@ def test_a_fetch_post_streams_without_an_accept_header_too(jupyter, demo):
 def test_the_route_passes_status_query_and_error_bodies_on(jupyter, demo):
     name, _ = demo
     bad = httpx.post(
-        jupyter.route(name, "/v1/chat/completions"), headers=jupyter.auth, json={"model": "m"}
+        route(jupyter, name, "/v1/chat/completions"), headers=jupyter.auth, json={"model": "m"}
     )
     assert bad.status_code == 400 and "messages" in bad.text
-    models = httpx.get(jupyter.route(name, "/v1/models?x=1"), headers=jupyter.auth)
+    models = httpx.get(route(jupyter, name, "/v1/models?x=1"), headers=jupyter.auth)
     assert models.status_code == 200 and models.headers["content-type"] == "application/json"
 
 
 def test_a_page_that_leaves_stops_generation_in_the_demo_server(jupyter, demo):
     name, _ = demo
-    stats_url = jupyter.route(name, "/v1/stats")
+    stats_url = route(jupyter, name, "/v1/stats")
     long = {**ASK, "messages": [{"role": "user", "content": "Tell me everything about my parcel."}]}
     with httpx.stream(
-        "POST", jupyter.route(name, "/v1/chat/completions"), headers=jupyter.auth, json=long
+        "POST", route(jupyter, name, "/v1/chat/completions"), headers=jupyter.auth, json=long
     ) as response:
         for _ in zip(range(3), response.iter_raw(), strict=False):
             pass  # a few tokens, then the page goes away
@@ -195,7 +135,7 @@ def test_a_page_that_leaves_stops_generation_in_the_demo_server(jupyter, demo):
 
 def test_the_route_needs_the_jupyter_servers_login(jupyter, demo):
     name, _ = demo
-    response = httpx.get(jupyter.route(name, "/v1/models"), follow_redirects=False)
+    response = httpx.get(route(jupyter, name, "/v1/models"), follow_redirects=False)
     assert response.status_code in (302, 403), response
     assert "lessonkit-sim" not in response.text
 
@@ -214,7 +154,7 @@ def test_the_route_needs_the_jupyter_servers_login(jupyter, demo):
     ],
 )
 def test_a_name_that_is_not_a_socket_name_gets_404_from_the_route(jupyter, demo, bad_name):
-    response = httpx.get(jupyter.route(bad_name, "/v1/models"), headers=jupyter.auth)
+    response = httpx.get(route(jupyter, bad_name, "/v1/models"), headers=jupyter.auth)
     assert response.status_code == 404
     assert "12 lowercase letters and digits" in response.json()["error"]
 
@@ -240,7 +180,7 @@ def test_a_socket_in_another_users_folder_cannot_be_named(jupyter):
     try:
         with httpx.Client(transport=httpx.HTTPTransport(uds=str(other))) as direct:
             assert direct.get("http://x/v1/models").status_code == 200  # it does run
-        response = httpx.get(jupyter.route(name, "/v1/models"), headers=jupyter.auth)
+        response = httpx.get(route(jupyter, name, "/v1/models"), headers=jupyter.auth)
         assert response.status_code == 404
         assert "no demo server named" in response.json()["error"]
     finally:
@@ -251,7 +191,7 @@ def test_a_socket_in_another_users_folder_cannot_be_named(jupyter):
 def test_a_stopped_demo_server_gets_404_saying_to_run_the_cells_again(jupyter, demo):
     name, background = demo
     background.stop()
-    response = httpx.get(jupyter.route(name, "/v1/models"), headers=jupyter.auth)
+    response = httpx.get(route(jupyter, name, "/v1/models"), headers=jupyter.auth)
     assert response.status_code == 404
     assert "run the notebook's cells again" in response.json()["error"]
 
@@ -261,7 +201,7 @@ def test_a_socket_folder_others_may_enter_is_refused(jupyter, demo):
     folder = jupyter.runtime / demo_socket.FOLDER_NAME
     folder.chmod(0o755)
     try:
-        response = httpx.get(jupyter.route(name, "/v1/models"), headers=jupyter.auth)
+        response = httpx.get(route(jupyter, name, "/v1/models"), headers=jupyter.auth)
         assert response.status_code == 404
         assert "mode 0700" in response.json()["error"]
     finally:
