@@ -21,7 +21,7 @@ that share them) of each learner's server and kernels is summed per learner.
 
 On the "no culling" hub, with every learner's lesson-03 demo server alive, 10 requests
 start a stream at once through the hub's proxy and the course's route
-(/user/<name>/lessonkit/demo/<socket>/v1/stream, prefill 0): the time to each first
+(/user/<name>/lessonkit/demo/<socket>/v1/stream, no prefill, no pacing): the time to each first
 token, and to the last of the ten, is printed for 3 rounds.
 
 Measured here, never asserted in tests. Needs what `make hub` installs (JupyterHub's
@@ -47,11 +47,20 @@ from pathlib import Path
 import httpx
 import nbformat
 import psutil
+from websockets.exceptions import ConnectionClosed
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "support"))  # labdriver, which hubdriver uses
 sys.path.insert(0, str(ROOT / "tests" / "hub"))  # the hub the classroom test runs
-from hubdriver import CHP, COURSE_FOLDER, Hub, HubSpec, course_files, prepare_home  # noqa: E402
+from hubdriver import (  # noqa: E402
+    CHP,
+    COURSE_FOLDER,
+    Hub,
+    HubSpec,
+    KernelClient,
+    course_files,
+    prepare_home,
+)
 from labdriver import wait_for  # noqa: E402
 
 from lessonkit.core import llm  # noqa: E402
@@ -80,8 +89,12 @@ def code_cells(notebook: str) -> list[str]:
     return [c.source for c in cells if c.cell_type == "code" and c.source.strip()]
 
 
-def run_lessons(hub: Hub, learner: Learner) -> None:
-    """Open each lesson (a kernel with its WebSocket left open, like a tab) and run its cells."""
+def run_lessons(hub: Hub, learner: Learner, then_work: threading.Event | None) -> None:
+    """Open each lesson (a kernel with its WebSocket left open, like a tab) and run its cells.
+
+    With `then_work`, the learner then goes on working in the last lesson (a thread that
+    runs a cell every 3 s until the event is set), from the moment they finish.
+    """
     server = hub.user_server(learner.name)
     started = time.monotonic()
     for notebook in LESSONS:
@@ -96,6 +109,9 @@ def run_lessons(hub: Hub, learner: Learner) -> None:
         if notebook.startswith("03_"):
             learner.demo_socket = kernel.execute("print(server.socket_name)").strip()
     learner.run_s = time.monotonic() - started
+    if then_work is not None:
+        last = kernel  # the last lesson's tab
+        threading.Thread(target=keep_working, args=(last, then_work), daemon=True).start()
 
 
 def learner_processes(hub: Hub, name: str) -> list[psutil.Process]:
@@ -150,21 +166,29 @@ def class_hub(n_learners: int, server_args: tuple[str, ...]) -> Iterator[Hub]:
 
 
 @contextlib.contextmanager
-def class_at_work(hub: Hub) -> Iterator[list[Learner]]:
-    """Run lessons 00-05 for every learner, two at a time; yield them with every tab open."""
+def class_at_work(hub: Hub, *, keep_working: bool = False) -> Iterator[list[Learner]]:
+    """Run lessons 00-05 for every learner, two at a time; yield them with every tab open.
+
+    With keep_working, each learner goes on working in lesson 05 once done, until the end.
+    """
     learners = [Learner(name) for name in hub.spec.users]
+    working = threading.Event() if keep_working else None
     try:
-        yield run_class(hub, learners)
+        yield run_class(hub, learners, working)
     finally:
+        if working is not None:
+            working.set()
         for learner in learners:
             learner.tabs.close()
 
 
-def run_class(hub: Hub, learners: list[Learner]) -> list[Learner]:
+def run_class(
+    hub: Hub, learners: list[Learner], then_work: threading.Event | None
+) -> list[Learner]:
     """Run lessons 00-05 for every learner, two at a time; print what it took."""
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(lambda learner: run_lessons(hub, learner), learners))
+        list(pool.map(lambda learner: run_lessons(hub, learner, then_work), learners))
     hub.tracker.adopt_tree(hub.process.pid)
     runs = ", ".join(f"{learner.run_s:.0f}" for learner in learners)
     print(f"  lessons 00-05 for {len(learners)} learners: {time.monotonic() - started:.0f} s")
@@ -175,10 +199,9 @@ def run_class(hub: Hub, learners: list[Learner]) -> list[Learner]:
     return learners
 
 
-def keep_working(hub: Hub, learner: Learner, stop: threading.Event) -> None:
-    """Run a small cell in the learner's lesson-05 kernel every 3 s until `stop` is set."""
-    server = hub.user_server(learner.name)
-    with server.kernel_client(learner.kernels[LESSONS[-1]]) as kernel:
+def keep_working(kernel: KernelClient, stop: threading.Event) -> None:
+    """Run a small cell in `kernel` every 3 s until `stop` is set (a learner at work)."""
+    with contextlib.suppress(ConnectionClosed):  # the bench closed the tab at the end
         while not stop.wait(3.0):
             kernel.execute("1 + 1")
 
@@ -214,7 +237,7 @@ async def stream_starts(hub: Hub, learners: list[Learner]) -> list[float]:
     headers = {"Authorization": f"token {hub.api_token}"}
     urls = [
         f"{hub.internal_url}/user/{learner.name}/lessonkit/demo/{learner.demo_socket}"
-        f"/v1/stream?prompt={llm.RUNNING_PROMPT}&prefill_ms=0"
+        f"/v1/stream?prompt={llm.RUNNING_PROMPT}&prefill_ms=0&per_token_ms=0"
         for learner in learners
     ]
     limits = httpx.Limits(max_connections=STREAM_STARTS * 2)
@@ -263,24 +286,14 @@ def main() -> int:
         f"\nCulling (the course's setting, timeout {args.cull_after_s} s, interval {interval_s} s):"
     )
     with class_hub(args.learners, culling) as hub:
-        with class_at_work(hub) as learners:
-            stop = threading.Event()
-            workers = [
-                threading.Thread(target=keep_working, args=(hub, learner, stop), daemon=True)
-                for learner in learners
-            ]
-            for worker in workers:
-                worker.start()
+        with class_at_work(hub, keep_working=True):
             waited = time.monotonic()
             time.sleep(args.cull_after_s + 3 * interval_s)
             print(
-                f"  waited {time.monotonic() - waited:.0f} s with every tab open, "
+                f"  waited {time.monotonic() - waited:.0f} s more with every tab open, "
                 "each learner working in lesson 05"
             )
             print_memory(hub, "after culling:")
-            stop.set()
-            for worker in workers:
-                worker.join(timeout=30)
     return 0
 
 

@@ -442,7 +442,9 @@ class JupyterServer(JupyterRest):
         from websockets.sync.client import connect
 
         url = self.base_url.replace("http://", "ws://", 1) + f"/api/kernels/{kernel_id}/channels"
-        with connect(url, additional_headers=self.headers, max_size=None, open_timeout=60) as ws:
+        # No keep-alive pings: a kernel the server culls closes its socket, which is no error.
+        options = {"max_size": None, "open_timeout": 60, "ping_interval": None}
+        with connect(url, additional_headers=self.headers, **options) as ws:
             yield KernelClient(ws)
 
 

@@ -42,7 +42,12 @@ ANSWER = llm.answer_for(llm.RUNNING_PROMPT)
 
 @pytest.fixture(scope="module")
 def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterServerProcess]:
-    with jupyter_server(tmp_path_factory.mktemp("jupyter-home")) as server:
+    # A proxy set for the whole machine (a corporate one, say) must not catch the route's
+    # requests to the socket (httpx ignores these variables for a client given its own
+    # transport, as the route's is): this one points nowhere.
+    nowhere = "http://127.0.0.1:9"
+    env = {"HTTP_PROXY": nowhere, "http_proxy": nowhere, "ALL_PROXY": nowhere}
+    with jupyter_server(tmp_path_factory.mktemp("jupyter-home"), env=env) as server:
         yield server
 
 

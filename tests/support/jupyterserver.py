@@ -40,10 +40,15 @@ class JupyterServerProcess:
 
 
 @contextlib.contextmanager
-def jupyter_server(home: Path, *options: str) -> Iterator[JupyterServerProcess]:
-    """Yield a `jupyter server` started in `home` with `options`, stopped after the block."""
+def jupyter_server(
+    home: Path, *options: str, env: dict[str, str] | None = None
+) -> Iterator[JupyterServerProcess]:
+    """Yield a `jupyter server` started in `home` with `options` (and `env` added to its
+    environment), stopped after the block."""
     runtime, token = home / "runtime", "course-test-token"
+    extra_env = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
+    env.update(extra_env)
     env.update(
         JUPYTER_CONFIG_DIR=str(home / "config"),
         JUPYTER_DATA_DIR=str(home / "data"),
