@@ -48,6 +48,7 @@ from lessonkit.serve import demo_socket
 __all__ = ["ROUTE", "DemoRouteHandler", "demo_route_path"]
 
 ROUTE = "lessonkit/demo"  # the same path is in lessonkit/lab/browser_demo.js
+UPSTREAM = "http://lessonkit-demo"  # any host name does: the socket file is the address
 # Headers about one connection, not the message (RFC 9110 section 7.6.1), and the
 # Jupyter server's own credentials, which the kernel's server has no business seeing.
 NOT_FORWARDED_UP = {
@@ -121,7 +122,7 @@ class DemoRouteHandler(JupyterHandler):
             path = demo_socket.socket_path(name)
         except demo_socket.SocketNameError as error:
             return self._refuse(404, str(error))
-        except (PermissionError, FileNotFoundError, OSError) as error:
+        except OSError as error:  # the folder is missing, not private, or its path too long
             return self._refuse(404, f"no demo server named {name!r} runs for you: {error}")
         if not path.exists():
             return self._refuse(
@@ -140,7 +141,7 @@ class DemoRouteHandler(JupyterHandler):
         async with httpx.AsyncClient(transport=transport, timeout=timeout) as client:
             request = client.build_request(
                 self.request.method,
-                "http://lessonkit-demo" + self._upstream_target(),
+                UPSTREAM + self._upstream_target(),
                 headers=headers,
                 content=self.request.body or None,
             )
