@@ -8,9 +8,11 @@ PORT ?= 8888
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-# Where `pip install .` puts the course's JupyterLab settings (pyproject's data-files);
-# an editable install skips data files, so make copies it there itself.
+# Where `pip install .` puts the course's JupyterLab settings and its Jupyter server settings
+# (pyproject's shared-data: the browser demo's route, idle kernels culled); make copies them
+# there itself too, so an edit reaches .venv without a reinstall.
 SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/streaming-course.json
+SERVER_SETTINGS := $(VENV)/etc/jupyter/jupyter_server_config.d/streaming-course.json
 CHP := $(VENV)/share/chp/node_modules/.bin/configurable-http-proxy
 # pyproject.toml adds --nbval-current-env and the sanitize file to every pytest run.
 NBVAL := -p no:cacheprovider
@@ -21,7 +23,7 @@ unexport MPLBACKEND
 
 .PHONY: lab test lint unit notebooks browser hub chromium assign bench clean setup
 
-setup: $(STAMP) $(SETTINGS)
+setup: $(STAMP) $(SETTINGS) $(SERVER_SETTINGS)
 
 $(STAMP): pyproject.toml
 	@if command -v uv >/dev/null 2>&1; then \
@@ -40,6 +42,10 @@ $(STAMP): pyproject.toml
 $(SETTINGS): jupyter/overrides.d/streaming-course.json $(STAMP)
 	@mkdir -p $(dir $(SETTINGS))
 	@cp jupyter/overrides.d/streaming-course.json $(SETTINGS)
+
+$(SERVER_SETTINGS): jupyter/jupyter_server_config.d/streaming-course.json $(STAMP)
+	@mkdir -p $(dir $(SERVER_SETTINGS))
+	@cp jupyter/jupyter_server_config.d/streaming-course.json $(SERVER_SETTINGS)
 
 # Root (a container, CI) needs --allow-root; everyone else never sees it.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -96,6 +102,7 @@ bench: setup
 	$(BIN)/python bench/bench_decoders.py
 	$(BIN)/python bench/bench_server.py
 	$(BIN)/python bench/bench_grading.py
+	$(BIN)/python bench/bench_class.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch

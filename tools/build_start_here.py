@@ -98,11 +98,13 @@ buttons and a live picture that follows every move.
 
 ## Check your set-up
 
-The next cell reports the versions this kernel uses. The one after shows a live widget:
+The next cell reports the versions this kernel uses and names its Python environment: the
+course's `.venv` on your own machine, or the environment of the JupyterHub or Binder you
+use (both are fine). The one after shows a live widget:
 drag the slider and the text under it should change at once. If, after running it, you still
 see only its grey box, *"Error displaying widget"*, or a line of text like `VBox(children=...)`,
 see *Troubleshooting* in the README (usually: open the course with `make lab`, so that
-JupyterLab and the kernel come from the same environment)."""
+JupyterLab and the kernel come from the same environment; on a hub, tell your instructor)."""
     ),
     code(
         """# NBVAL_IGNORE_OUTPUT

@@ -5,9 +5,10 @@ in a fresh kernel from its own folder (as JupyterLab runs it), with the widget
 state saved, and without per-cell timing metadata, so that re-running an
 unchanged notebook changes nothing but widget model ids.
 
-A widget may keep the address of a server the notebook started (the browser demo
-does); the port was free for that one run, so the saved state writes it as <port>
-(tests/course/test_committed_outputs.py checks that no trace of the machine is committed).
+A widget may keep the address of a server the notebook started; the port was free
+for that one run, so the saved state writes it as <port>, and the browser demo's
+socket name (random per run) as <name> (tests/course/test_committed_outputs.py checks
+that no trace of the machine is committed).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ import nbformat
 from nbclient import NotebookClient
 
 RUN_PORT = re.compile(r"(127\.0\.0\.1|localhost):(?!8000\b)\d{2,5}\b")
+RUN_SOCKET = re.compile(r'("socket_name": )"[a-z0-9]{12}"')
 
 
 def without_run_ports(widget_state: dict) -> dict:
-    """Return the saved widget state with each loopback port of this run written as <port>."""
-    return json.loads(RUN_PORT.sub(r"\1:<port>", json.dumps(widget_state, ensure_ascii=False)))
+    """Return the saved widget state with this run's loopback ports and demo sockets as <port>, <name>."""
+    text = RUN_PORT.sub(r"\1:<port>", json.dumps(widget_state, ensure_ascii=False))
+    return json.loads(RUN_SOCKET.sub(r'\1"<name>"', text))
 
 
 def execute(path: Path, timeout_s: int = 600) -> float:

@@ -2,8 +2,8 @@
 
 The demo widget (lessonkit.lab.browser_demo) reads the kernel's server twice from the
 page itself, with EventSource and with fetch + a stream reader, always through the
-Jupyter server (``/proxy/<port>/...`` here, as in ``make lab``), never from 127.0.0.1
-directly. A MutationObserver in the page records every change of a panel's text with
+Jupyter server's course route (``/lessonkit/demo/<socket name>/...`` here, as in ``make
+lab``) to the server's Unix socket; the kernel opens no TCP port for it. A MutationObserver in the page records every change of a panel's text with
 its time, so the tests see each state the learner saw, from Run All on. The same demo
 behind a buffering proxy is the control: there the whole answer must land at once,
 which shows the timing check can tell the two apart. The classroom version of these
@@ -91,7 +91,7 @@ class DemoPage:
     direct: Any
     report_cell: Any
     buffered: Any
-    port: int
+    socket_name: str
     run_all_changes: list[tuple[float, str, str]]
 
 
@@ -103,14 +103,19 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
         "browser_demo.ipynb",
         [
             "import contextlib\n"
+            "from lessonkit import serve\n"
             "from lessonkit.lab import browser_demo\nfrom lessonkit.serve import proxy\n"
             f"server = browser_demo.start_server(prefill_ms=300, per_token_ms={PER_TOKEN_MS})\n"
             "stack = contextlib.ExitStack()\n"
-            "buffered_url = stack.enter_context(proxy.running_proxy(server.url, buffer=True))\n"
-            "print('port', server.port)",
+            # The control: a course server behind a buffering proxy, served to the page.
+            f"upstream = stack.enter_context(serve.running(prefill_ms=300, per_token_ms={PER_TOKEN_MS}))\n"
+            "buffering = proxy.create_proxy_app(upstream, buffer=True)\n"
+            "buffered = stack.enter_context(browser_demo.serving_to_the_page(\n"
+            "    buffering, on_stop=buffering.state.proxy.close_soon))\n"
+            "print('socket', server.socket_name)",
             "demo = browser_demo.BrowserStreamDemo(server)\ndemo",
             "print(demo.browser_report())",
-            "browser_demo.BrowserStreamDemo(buffered_url)",
+            "browser_demo.BrowserStreamDemo(buffered)",
         ],
     )
     path = relative_to_root(notebook)
@@ -120,7 +125,7 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
         page.evaluate(DEMO_TEXT_CHANGES_JS)
         cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
         assert not tracebacks(cells), "\n".join(tracebacks(cells))
-        port = int(re.search(r"port (\d+)", cells[0].outputs[0].text).group(1))
+        socket_name = re.search(r"socket ([a-z0-9]{12})", cells[0].outputs[0].text).group(1)
         outputs = page.locator(".jp-Notebook .jp-Cell")
         direct, buffered = outputs.nth(1), outputs.nth(3)
         for output in (direct, buffered):
@@ -132,7 +137,7 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
         save_artifacts(page, "browser-demo-setup", lab_page.console_lines)
         close_notebook(page, lab, path)
         raise
-    yield DemoPage(page, direct, outputs.nth(2), buffered, port, changes)
+    yield DemoPage(page, direct, outputs.nth(2), buffered, socket_name, changes)
     close_notebook(page, lab, path)
 
 
@@ -173,7 +178,7 @@ def test_under_run_all_the_text_grows_token_by_token(demo: DemoPage, kind: str) 
 
 def test_the_cell_after_the_demo_reports_what_the_browser_received(demo: DemoPage) -> None:
     report = normalized(demo.report_cell.locator(".jp-OutputArea-output").first.text_content())
-    assert f"through /proxy/{demo.port}/" in report, report
+    assert f"through /lessonkit/demo/{demo.socket_name}/" in report, report
     for name in ("EventSource", "fetch"):
         assert re.search(rf"{name} ?: done, {len(ANSWER.tokens)} tokens", report), report
     assert report.count(repr(ANSWER.text)) == 2, report
@@ -182,11 +187,11 @@ def test_the_cell_after_the_demo_reports_what_the_browser_received(demo: DemoPag
 def test_the_page_reads_the_kernel_server_through_the_jupyter_server(
     demo: DemoPage, lab: LabServer
 ) -> None:
-    proxied = f"{lab.base_url}/proxy/{demo.port}"
+    routed = f"{lab.base_url}/lessonkit/demo/{demo.socket_name}"
     eventsource = demo.direct.locator(".lk-browser-demo-eventsource")
     fetch = demo.direct.locator(".lk-browser-demo-fetch")
-    assert eventsource.get_attribute("data-url").startswith(f"{proxied}/v1/stream?prompt=")
-    assert fetch.get_attribute("data-url") == f"{proxied}/v1/chat/completions"
+    assert eventsource.get_attribute("data-url").startswith(f"{routed}/v1/stream?prompt=")
+    assert fetch.get_attribute("data-url") == f"{routed}/v1/chat/completions"
 
 
 @pytest.mark.parametrize("kind", PANELS)
@@ -215,8 +220,8 @@ def test_stream_again_starts_a_stopped_server_again(demo: DemoPage) -> None:
         restart_and_record(demo.page, demo.direct, kind)
         panel = demo.direct.locator(f".lk-browser-demo-{kind}")
         expect(panel.locator(".lk-text")).to_have_text(ANSWER.text)
-    running = demo.page.evaluate(EXECUTE_IN_KERNEL_JS, "print(server.running, server.port)")
-    assert running.split() == ["True", str(demo.port)], running
+    running = demo.page.evaluate(EXECUTE_IN_KERNEL_JS, "print(server.running, server.socket_name)")
+    assert running.split() == ["True", demo.socket_name], running
 
 
 # --- browser_demo.js's own functions, in the browser -----------------------------------------
@@ -229,7 +234,7 @@ def blank_page(browser: Any) -> Iterator[Any]:
     page = context.new_page()
     page.set_content("<html><body></body></html>")
     exported = page.evaluate(IMPORT_DEMO_JS, DEMO_JS)
-    assert {"EventBlocks", "jupyterBaseUrl", "proxiedUrl", "default"} <= set(exported)
+    assert {"EventBlocks", "jupyterBaseUrl", "demoUrl", "xsrfHeaders", "default"} <= set(exported)
     yield page
     context.close()
 
@@ -283,9 +288,22 @@ def test_the_base_url_comes_from_the_pages_jupyter_config(blank_page: Any) -> No
     )
     got = blank_page.evaluate(
         "() => [window.lkDemoModule.jupyterBaseUrl(),"
-        " window.lkDemoModule.proxiedUrl(4321, '/v1/stream', document, 'http://hub.test:8000')]"
+        " window.lkDemoModule.demoUrl('k3x9k3x9k3x9', '/v1/stream', document,"
+        " 'http://hub.test:8000')]"
     )
-    assert got == ["/user/alice/", "http://hub.test:8000/user/alice/proxy/4321/v1/stream"]
+    assert got == [
+        "/user/alice/",
+        "http://hub.test:8000/user/alice/lessonkit/demo/k3x9k3x9k3x9/v1/stream",
+    ]
+
+
+def test_a_post_carries_the_jupyter_xsrf_token_from_its_cookie(blank_page: Any) -> None:
+    # A stand-in document: a page's real cookies need an http(s) origin.
+    got = blank_page.evaluate(
+        "() => [window.lkDemoModule.xsrfHeaders({cookie: 'a=1; _xsrf=2%7Cab%3D%3D; b=2'}),"
+        " window.lkDemoModule.xsrfHeaders({cookie: 'a=1'})]"
+    )
+    assert got == [{"X-XSRFToken": "2|ab=="}, {}]
 
 
 def test_a_page_without_jupyter_config_uses_the_root(blank_page: Any) -> None:
