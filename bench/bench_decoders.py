@@ -1,28 +1,38 @@
 """Benchmark lessonkit's SSE decoder against the openai SDK, httpx-sse and sseclient-py.
 
-Run: .venv/bin/python bench/bench_decoders.py [--quick] [--write-readme]
+Run: .venv/bin/python bench/bench_decoders.py [--quick] [--runs N] [--write-readme]
 
 Every decoder gets the same bytes, cut the same way, through its own normal
 incremental API, and must find the same number of events:
 
-- lessonkit:    SSEDecoder().feed(chunk) for each chunk
-- openai SDK:   openai._streaming.SSEDecoder().iter_bytes(iter(chunks))
-- httpx-sse:    a UTF-8 incremental decoder + httpx's LineDecoder (what
-                ``Response.iter_lines`` uses) feeding httpx_sse._decoders.SSEDecoder
-- sseclient-py: sseclient.SSEClient(iter(chunks)).events()
+- lessonkit feed():      SSEDecoder().feed(chunk) for each chunk (the API the
+                         lessons and exercises use: the headline column)
+- lessonkit iter_events: SSEDecoder().iter_events(iter(chunks))
+- openai SDK:            openai._streaming.SSEDecoder().iter_bytes(iter(chunks))
+- httpx-sse:             a UTF-8 incremental decoder + httpx's LineDecoder (what
+                         ``Response.iter_lines`` uses) feeding httpx_sse._decoders.SSEDecoder
+- sseclient-py:          sseclient.SSEClient(iter(chunks)).events()
 
-Prints a markdown table of MB/s (best of several runs, decoders taking turns) and, for one big event
-fed in 64-byte pieces, the time against size on a log-log scale: a slope near 1
-is linear, near 2 quadratic. A decoder whose run passes SLOW_RUN_S is not run on
-bigger sizes (its quadratic cost would take minutes); the table says so.
+Workloads: a token stream of OpenAI chunks in 16-byte and 1,460-byte pieces; one
+2 MB event that is a single data line, and one 2 MB event of 80-byte data lines
+(a long JSON or Markdown payload, 25,000 lines), each in 64-byte and 4,096-byte
+pieces.
+
+Prints a markdown table of MB/s of CPU time (best of several runs, decoders taking
+turns) and, for each big event fed in 64-byte pieces, the time against size on a
+log-log scale: a slope near 1 is linear, near 2 quadratic. A decoder whose run
+passes SLOW_RUN_S is not run on bigger sizes (its quadratic cost would take
+minutes); the table says so.
 
 The whole measurement is done --runs times (default 3); the table gives the median
 of the runs and, for the ratios and slopes, their range, so the spread caused by a
 shared machine is visible.
 
-Same conditions for every decoder: the garbage collector is off while a run is
-timed, and glibc's malloc is told to keep freed memory (see pin_malloc), so that
-big buffers cost the same at every size and in any order of sizes.
+Same conditions for every decoder: CPU time of this process (time.process_time), so
+other jobs on a shared machine count less than they would in wall time; the garbage
+collector is off while a run is timed; and glibc's malloc is told to keep freed
+memory (see pin_malloc), so that big buffers cost the same at every size and in any
+order of sizes.
 """
 
 from __future__ import annotations
@@ -58,10 +68,6 @@ SECTION = "## SSE decoders"
 # --- the decoders, each through its normal incremental API -------------------
 
 
-def run_lessonkit(chunks: list[bytes]) -> int:
-    return sum(1 for _ in SSEDecoder(max_event_bytes=1 << 30).iter_events(iter(chunks)))
-
-
 def run_lessonkit_feed(chunks: list[bytes]) -> int:
     decoder = SSEDecoder(max_event_bytes=1 << 30)
     count = 0
@@ -69,6 +75,10 @@ def run_lessonkit_feed(chunks: list[bytes]) -> int:
         count += len(decoder.feed(chunk))
     decoder.close()
     return count
+
+
+def run_lessonkit_iter_events(chunks: list[bytes]) -> int:
+    return sum(1 for _ in SSEDecoder(max_event_bytes=1 << 30).iter_events(iter(chunks)))
 
 
 def run_openai(chunks: list[bytes]) -> int:
@@ -103,9 +113,11 @@ def run_sseclient(chunks: list[bytes]) -> int:
     return sum(1 for _ in SSEClient(iter(chunks)).events())
 
 
+FEED = "lessonkit feed()"
+ITER_EVENTS = "lessonkit iter_events"
 DECODERS: dict[str, Callable[[list[bytes]], int]] = {
-    "lessonkit": run_lessonkit,
-    "lessonkit feed()": run_lessonkit_feed,
+    FEED: run_lessonkit_feed,
+    ITER_EVENTS: run_lessonkit_iter_events,
     "openai SDK": run_openai,
     "httpx-sse": run_httpx_sse,
     "sseclient-py": run_sseclient,
@@ -139,6 +151,28 @@ def one_big_event(size_bytes: int) -> bytes:
     return head + body + tail
 
 
+MARKDOWN_WORDS = (
+    b"The **answer** arrives in `data:` lines, one JSON object or Markdown paragraph after"
+    b" another; a reader joins them with LF and renders the text as it grows. "
+).split()
+
+
+def many_line_event(size_bytes: int, line_bytes: int = 80) -> bytes:
+    """Return one event of ``data:`` lines, each ``line_bytes`` long with its LF, ~size_bytes."""
+    value_bytes = line_bytes - len(b"data: ") - 1
+    text = b" ".join(MARKDOWN_WORDS * (value_bytes * (size_bytes // line_bytes) // 40 + 1))
+    values = [text[i : i + value_bytes] for i in range(0, len(text), value_bytes)]
+    lines = [b"data: " + value + b"\n" for value in values[: (size_bytes - 1) // line_bytes]]
+    assert all(len(line) == line_bytes for line in lines)
+    return b"".join(lines) + b"\n"
+
+
+EVENT_SHAPES: dict[str, Callable[[int], bytes]] = {
+    "one-line event": one_big_event,
+    "event of 80-byte lines": many_line_event,
+}
+
+
 def cut(data: bytes, size: int) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)]
 
@@ -169,7 +203,7 @@ def pin_malloc() -> bool:
 def time_once(
     run: Callable[[list[bytes]], int], chunks: list[bytes], number: int = 1
 ) -> tuple[float, int]:
-    """Return (seconds per run, events found), timing ``number`` runs back to back.
+    """Return (CPU seconds per run, events found), timing ``number`` runs back to back.
 
     The garbage collector is off while timing: a collection is triggered by how
     many objects were allocated so far, so it would land in some runs and not others.
@@ -177,10 +211,10 @@ def time_once(
     gc.collect()
     gc.disable()
     try:
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(number):
             count = run(chunks)
-        return (time.perf_counter() - start) / number, count
+        return (time.process_time() - start) / number, count
     finally:
         gc.enable()
 
@@ -217,18 +251,22 @@ def throughput_rows(quick: bool) -> list[tuple[str, dict[str, float]]]:
     n_events = 2_000 if quick else 20_000
     stream = openai_stream(n_events)
     big = one_big_event(2 * MB)
+    lines = many_line_event(2 * MB)
+    n_lines = lines.count(b"\n") - 1
     workloads = [
         (f"{n_events:,} OpenAI chunks, 16-byte pieces", stream, 16, n_events + 1),
         (f"{n_events:,} OpenAI chunks, 1,460-byte pieces", stream, 1460, n_events + 1),
-        ("one 2 MB event, 64-byte pieces", big, 64, 1),
-        ("one 2 MB event, 4,096-byte pieces", big, 4096, 1),
+        ("one 2 MB one-line event, 64-byte pieces", big, 64, 1),
+        ("one 2 MB one-line event, 4,096-byte pieces", big, 4096, 1),
+        (f"one 2 MB event of {n_lines:,} 80-byte lines, 64-byte pieces", lines, 64, 1),
+        (f"one 2 MB event of {n_lines:,} 80-byte lines, 4,096-byte pieces", lines, 4096, 1),
     ]
     rows = []
     for title, data, piece, expected in workloads:
         best = best_times(DECODERS, cut(data, piece), repeats, expected)
         speeds = {name: len(data) / MB / seconds for name, seconds in best.items()}
         for name, speed in speeds.items():
-            print(f"  {title:45} {name:17} {speed:9.1f} MB/s", file=sys.stderr)
+            print(f"  {title:58} {name:21} {speed:9.1f} MB/s", file=sys.stderr)
         rows.append((title, speeds))
     return rows
 
@@ -252,8 +290,8 @@ def scaling_sizes_mb(quick: bool) -> list[float]:
 Scaling = dict[str, tuple[list[float], list[float], str]]  # name -> (sizes MB, seconds, note)
 
 
-def scaling_rows(quick: bool) -> Scaling:
-    """Return each decoder's best time per size for one event in 64-byte pieces.
+def scaling_rows(quick: bool, shape: str) -> Scaling:
+    """Return each decoder's best time per size for one event of ``shape`` in 64-byte pieces.
 
     A first pass, smallest size first, warms every decoder up and drops a decoder
     from bigger sizes once a run passes SLOW_RUN_S / 4. Then the rounds: each
@@ -262,7 +300,7 @@ def scaling_rows(quick: bool) -> Scaling:
     measured at the time (which tilts the slope). Runs over a second are not repeated.
     """
     sizes_mb = scaling_sizes_mb(quick)
-    inputs = {size: cut(one_big_event(int(size * MB)), 64) for size in sizes_mb}
+    inputs = {size: cut(EVENT_SHAPES[shape](int(size * MB)), 64) for size in sizes_mb}
     best: dict[tuple[str, float], float] = {}
     number: dict[tuple[str, float], int] = {}
     notes = dict.fromkeys(DECODERS, "")
@@ -290,7 +328,10 @@ def scaling_rows(quick: bool) -> Scaling:
         sizes = [size for size in sizes_mb if (name, size) in best]
         times = [best[name, size] for size in sizes]
         for size, seconds in zip(sizes, times, strict=True):
-            print(f"  scaling {name:17} {size:4} MB {seconds * 1e3:9.2f} ms", file=sys.stderr)
+            print(
+                f"  scaling, {shape}: {name:21} {size:4} MB {seconds * 1e3:9.2f} ms",
+                file=sys.stderr,
+            )
         results[name] = (sizes, times, notes[name])
     return results
 
@@ -303,51 +344,62 @@ def spread(values: list[float], fmt: str, unit: str = "") -> str:
     return f"{middle} ({format(min(values), fmt)}-{format(max(values), fmt)})"
 
 
-def markdown(runs: list[tuple[list[tuple[str, dict[str, float]]], Scaling]]) -> str:
+Run = tuple[list[tuple[str, dict[str, float]]], dict[str, Scaling]]  # throughput, slopes
+
+
+def markdown(runs: list[Run]) -> str:
     """Return the results of one or more runs as markdown (medians, with ranges)."""
     names = list(DECODERS)
+    peers = [name for name in names if not name.startswith("lessonkit")]
     titles = [title for title, _ in runs[0][0]]
     lines = [
         f"Python {sys.version.split()[0]}, openai {openai.__version__}, "
-        f"httpx {httpx.__version__}; MB/s (higher is better), each the best of several "
-        f"runs taken in turns; median of {len(runs)} such measurements, with the range "
-        "for the ratio.",
+        f"httpx {httpx.__version__}; MB/s of CPU time (higher is better), each the best of "
+        f"several runs taken in turns; median of {len(runs)} such measurements, with the "
+        "range for the ratios.",
         "",
-        "| workload | " + " | ".join(names) + " | lessonkit / best peer |",
-        "|---" * (len(names) + 2) + "|",
+        "| workload | " + " | ".join(names) + " | feed() / best peer | iter_events / best peer |",
+        "|---" * (len(names) + 3) + "|",
     ]
     for i, title in enumerate(titles):
         speeds = [rows[i][1] for rows, _ in runs]
         cells = " | ".join(f"{statistics.median(s[n] for s in speeds):.1f}" for n in names)
-        ratios = [
-            s["lessonkit"] / max(v for k, v in s.items() if not k.startswith("lessonkit"))
-            for s in speeds
+        ratios = {
+            ours: [s[ours] / max(s[peer] for peer in peers) for s in speeds]
+            for ours in (FEED, ITER_EVENTS)
+        }
+        lines.append(
+            f"| {title} | {cells} | **{spread(ratios[FEED], '.2f', 'x')}** "
+            f"| {spread(ratios[ITER_EVENTS], '.2f', 'x')} |"
+        )
+    for shape in EVENT_SHAPES:
+        scalings = [slopes[shape] for _, slopes in runs]
+        sizes_mb = max((scaling[n][0] for scaling in scalings for n in names), key=len)
+        lines += [
+            "",
+            f"One {shape} fed in 64-byte pieces: milliseconds per MB at each size (median "
+            "of the measurements; a flat row is linear cost) and the least-squares slope of "
+            "log(time) against log(size) (1 = linear, 2 = quadratic; median and range):",
+            "",
+            "| decoder | " + " | ".join(f"{s:g} MB" for s in sizes_mb) + " | slope | note |",
+            "|---" * (len(sizes_mb) + 3) + "|",
         ]
-        lines.append(f"| {title} | {cells} | {spread(ratios, '.2f', 'x')} |")
-    sizes_mb = max((scaling[n][0] for _, scaling in runs for n in names), key=len)
-    lines += [
-        "",
-        "One event fed in 64-byte pieces: milliseconds per MB at each size (median of the "
-        "measurements; a flat row is linear cost) and the least-squares slope of "
-        "log(time) against log(size) (1 = linear, 2 = quadratic; median and range):",
-        "",
-        "| decoder | " + " | ".join(f"{s:g} MB" for s in sizes_mb) + " | slope | note |",
-        "|---" * (len(sizes_mb) + 3) + "|",
-    ]
-    for name in names:
-        per_mb = []
-        for size in sizes_mb:
-            times = [
-                t / size
-                for _, scaling in runs
-                for s, t in zip(scaling[name][0], scaling[name][1], strict=True)
-                if s == size
+        for name in names:
+            per_mb = []
+            for size in sizes_mb:
+                times = [
+                    t / size
+                    for scaling in scalings
+                    for s, t in zip(scaling[name][0], scaling[name][1], strict=True)
+                    if s == size
+                ]
+                per_mb.append(f"{statistics.median(times) * 1e3:.2f}" if times else "-")
+            slopes = [
+                slope(*scaling[name][:2]) for scaling in scalings if len(scaling[name][0]) > 1
             ]
-            per_mb.append(f"{statistics.median(times) * 1e3:.2f}" if times else "-")
-        slopes = [slope(*scaling[name][:2]) for _, scaling in runs if len(scaling[name][0]) > 1]
-        fitted = spread(slopes, ".2f") if slopes else "n/a"
-        note = runs[-1][1][name][2]
-        lines.append(f"| {name} | " + " | ".join(per_mb) + f" | {fitted} | {note} |")
+            fitted = spread(slopes, ".2f") if slopes else "n/a"
+            note = scalings[-1][name][2]
+            lines.append(f"| {name} | " + " | ".join(per_mb) + f" | {fitted} | {note} |")
     return "\n".join(lines) + "\n"
 
 
@@ -411,7 +463,8 @@ def main() -> int:
     runs = []
     for i in range(args.runs):
         print(f"measurement {i + 1} of {args.runs}", file=sys.stderr)
-        runs.append((throughput_rows(args.quick), scaling_rows(args.quick)))
+        rows = throughput_rows(args.quick)
+        runs.append((rows, {shape: scaling_rows(args.quick, shape) for shape in EVENT_SHAPES}))
     table = markdown(runs)
     print(table)
     print(f"(took {time.perf_counter() - started:.0f} s)", file=sys.stderr)
