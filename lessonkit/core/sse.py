@@ -410,7 +410,8 @@ class SSEDecoder:
                 yield from exc.events
                 exc.events = []
                 raise
-            yield from events
+            if events:  # most reads complete none
+                yield from events
         yield from self.close()
 
 
