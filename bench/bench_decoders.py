@@ -446,7 +446,7 @@ Where the time goes, row by row:
 
 - 16-byte pieces of a token stream: nine reads in ten hold no line end, so the cost is
   one call per read; `feed()` keeps the piece and returns. sseclient-py's generator pays
-  no call per read, which makes this the closest row.
+  no call per read, which makes this one of the two closest rows.
 - 1,460-byte pieces: the cost is per event, building each Event and decoding its text.
   `feed()` fills a new Event's `__dict__` instead of calling the frozen dataclass's
   `__init__` (which sets each field through `object.__setattr__`): most of the gap to
@@ -486,7 +486,7 @@ def write_readme(table: str) -> None:
     text = README.read_text() if README.exists() else "# Benchmarks\n"
     body = (
         f"{SECTION}\n\n"
-        "`.venv/bin/python bench/bench_decoders.py --write-readme` (about 20 minutes on a "
+        "`.venv/bin/python bench/bench_decoders.py --write-readme` (about 15 minutes on a "
         "loaded 2-core machine; `--runs 1` for one measurement, `--quick` for a smaller "
         "one).\n\n" + table + "\n" + HOW_TO_READ
     )

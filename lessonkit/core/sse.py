@@ -121,7 +121,9 @@ class SSEDecoder:
         # spans many chunks, the trap eventsource-parser and the openai SDK fell into.
         self._pieces: list[bytes] = []
         self._unfinished_bytes = 0  # their total length
-        self._after_cr = False  # the last line ended at a CR: an LF right after it ends none
+        # The last line ended at a CR: an LF right after it (nothing held in between) is
+        # the second half of a CRLF, not a line end of its own.
+        self._after_cr = False
         self._data_lines: list[bytes] = []  # spec: the "data buffer", one entry per line
         self._event_type = b""  # spec: the "event type buffer"
         self._event_retry: int | None = None  # a valid retry: seen since the last blank line
@@ -186,7 +188,8 @@ class SSEDecoder:
         # U+2028, U+0085 and more, which the spec does not).
         for piece in chunk.splitlines(keepends=True):
             if piece[-1] == _LF or piece[-1] == _CR:  # the line has ended
-                self._pieces.append(piece.rstrip(b"\r\n"))
+                line_end_bytes = 2 if piece.endswith(b"\r\n") else 1
+                self._pieces.append(piece[:-line_end_bytes])
                 lines.append(b"".join(self._pieces))
                 self._pieces, self._unfinished_bytes = [], 0
                 self._after_cr = piece[-1] == _CR
@@ -321,11 +324,16 @@ class SSEDecoder:
         before the oversized one. The decoder drops that event's bytes; treat the
         stream as broken.
 
-        Hot path. ``feed_step_by_step``, the same events and state after every
-        chunk (tests/core/test_sse.py holds the two together), in one loop. Why:
-        feed() runs once per network read, and an LLM's token stream is tiny reads
-        of ``data: ...`` lines and blank lines, so calls cost more than bytes:
-        MEASURED.
+        Hot path: ``feed_step_by_step`` in one loop, with the same events and state
+        after every chunk (tests/core/test_sse.py holds the two together on every
+        cut). The steps make a call per chunk, per line, per field and per event; this
+        loop makes one per chunk and one per line that is neither blank nor
+        ``data: ...``. Why: feed() runs once per network read, and an LLM's token
+        stream is small reads of ``data:`` lines and blank lines, so the calls cost
+        more than the bytes. Measured (bench/README.md: CPU time, median of 3 runs),
+        the steps / this loop / the fastest other Python decoder, in MB/s: 19 / 42 /
+        25 on 16-byte pieces of a token stream, 60 / 172 / 107 on 1,460-byte pieces,
+        88 / 254 / 110 on 4,096-byte pieces of an event of 80-byte data lines.
         """
         if chunk.__class__ is not bytes:
             chunk = _as_bytes(chunk)
@@ -340,7 +348,8 @@ class SSEDecoder:
                 self._pieces.append(chunk)
                 self._unfinished_bytes = unfinished_bytes
             return []
-        # 2. Near the limit the steps check line by line; so the loop below has no check.
+        # 2. Near the limit the steps check line by line, so the loop below has no check
+        # (one per line there cost 13% on 4,096-byte pieces of 80-byte lines).
         if near_limit:
             return self.feed_step_by_step(chunk)
         # 3. _split_lines, inline.
@@ -372,7 +381,9 @@ class SSEDecoder:
                 self.last_event_id = self._id_buffer
                 if data_lines:
                     # Event(...) without the frozen dataclass's __init__, which sets each
-                    # field through object.__setattr__: MEASURED.
+                    # field through object.__setattr__: with Event(...) here, 99 instead
+                    # of 186 MB/s on 1,460-byte pieces of a token stream. The same object
+                    # (the differential test compares with the steps' Event(...)).
                     event = _object_new(Event)
                     fields = event.__dict__
                     event_type = self._event_type
@@ -386,8 +397,10 @@ class SSEDecoder:
                     data_lines = self._data_lines = []
                 self._event_type, self._event_retry = b"", None
                 event_bytes = 0
-            elif len(value := line.removeprefix(b"data: ")) < len(line):  # a "data: " line:
-                data_lines.append(value)  # _process_line and _process_field, inline
+            elif len(value := line.removeprefix(b"data: ")) < len(line):  # a "data: " line
+                # _process_line and _process_field, inline. (One call: a slice to compare
+                # and one to keep the value cost twice as long per line.)
+                data_lines.append(value)
                 event_bytes += len(value) + 1
             else:
                 self._event_bytes = event_bytes
