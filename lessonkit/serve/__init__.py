@@ -12,6 +12,7 @@ time. Never lessonkit.lab or lessonkit.grading.
     cli         `lessonkit serve`, and options shared with `lessonkit proxy`
     proxy       `lessonkit proxy --buffer | --no-buffer`: a reverse proxy that holds or passes
     rawhttp     the client side, live: raw socket bytes, timed requests, a cancelled stream
+    inprocess   the app called in this process, no socket (the browser kernel): writes as sent
 
 In a notebook::
 
