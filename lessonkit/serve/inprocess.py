@@ -254,7 +254,8 @@ class InProcessResponse:
     """A response being read: status and headers now, the body chunk by chunk as it is sent.
 
     ``complete`` is None while the body is still coming, then True when the app ended the
-    response properly and False when it stopped without doing so (a dropped connection).
+    response properly and False when it stopped without doing so (a dropped connection);
+    ``error`` holds what the app raised, if it raised after the response began.
     """
 
     def __init__(self, waiter: _PrivateLoop | _KernelLoop, exchange: _Exchange) -> None:
@@ -264,6 +265,7 @@ class InProcessResponse:
         self.headers: list[tuple[str, str]] = []
         self.arrivals: list[Arrival] = []
         self.complete: bool | None = None
+        self.error: Exception | None = None
         self.closed = False
         self._pending: list[Arrival] = []
         self._started = False
@@ -276,7 +278,8 @@ class InProcessResponse:
         if isinstance(item, Exception):
             if not self._started:
                 raise AppFailed(f"the app failed before responding: {item!r}") from item
-            return self._next_message()  # after a response began, the end tells the story
+            self.error = item  # the response stops there, as a reset connection would
+            return self._next_message()
         return item
 
     def _read_start(self) -> None:
