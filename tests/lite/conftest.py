@@ -34,8 +34,8 @@ from labdriver import (
 )
 
 HERE = Path(__file__).resolve().parent
-# Generous: Pyodide's start under two busy cores took 18-31 s when measured.
-FIRST_LOAD_DEADLINE_S = 300.0
+# Generous: Pyodide started in 18-91 s here (two cores, load average 6-16).
+FIRST_LOAD_DEADLINE_S = 600.0
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -149,6 +149,8 @@ def lite(browser: Any, site: litesite.StaticSite, times: Times) -> Iterator[Lite
         times.note("first load: JupyterLab restored", time.monotonic() - started)
         litesite.wait_kernel_idle(page, timeout_s=FIRST_LOAD_DEADLINE_S, what="the first notebook")
         times.note("first load: kernel ready", time.monotonic() - started)
+        times.values["first_load_mb"] = round(site.bytes_sent / 1e6, 1)
+        print(f"[lite] first load: {site.bytes_sent / 1e6:.1f} MB served", flush=True)
     except Exception:
         save_artifacts(page, "lite-first-load", watched.console_lines)
         raise

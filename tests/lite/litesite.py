@@ -96,6 +96,11 @@ class _SiteHandler(http.server.SimpleHTTPRequestHandler):
             return self._config_with_app_exposed()
         return super().send_head()
 
+    def copyfile(self, source: Any, outputfile: Any) -> None:
+        data = source.read()
+        outputfile.write(data)
+        self.site.bytes_sent += len(data)
+
     def _config_with_app_exposed(self):  # type: ignore[no-untyped-def]
         """Serve the site's root config plus exposeAppInBrowser, so tests can reach the app.
 
@@ -127,6 +132,7 @@ class StaticSite:
     root: Path
     server: socketserver.TCPServer | None = None
     requests: list[str] = field(default_factory=list)
+    bytes_sent: int = 0  # response bodies, as stored (no compression)
 
     @property
     def url(self) -> str:

@@ -14,8 +14,18 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from labdriver import REPO_ROOT, STDERR_MIME, code_cell_indices, tracebacks
+from labdriver import (
+    REPO_ROOT,
+    STDERR_MIME,
+    code_cell_indices,
+    normalized,
+    press_slider_key,
+    tracebacks,
+    wait_for,
+)
 from litesite import START_NOTEBOOK, clear_and_run_all, execute, kernel_state
+
+from lessonkit.lab.envcheck import slider_text
 
 pytestmark = pytest.mark.browser
 
@@ -88,6 +98,23 @@ def test_lesson_00_runs_all_cells_with_no_error_output(lite_page, times):
     by_index = {c.index: c for c in cells}
     assert all(by_index[i].executed for i in code), "every code cell ran"
     assert all(by_index[i].outputs for i in code), "every code cell showed something"
+
+
+def test_lesson_00s_widget_check_responds_through_the_browser_kernel(lite_page):
+    page = lite_page.page
+    code = code_cell_indices(REPO_ROOT / START_NOTEBOOK)
+    clear_and_run_all(page, START_NOTEBOOK, code, timeout_s=RUN_ALL_DEADLINE_S)
+    check = page.locator(".lk-envcheck")
+    slider = check.locator(".widget-slider")
+    slider.wait_for(timeout=60_000)
+    readout = check.locator(".lk-envcheck-readout")
+    assert normalized(readout.text_content() or "") == slider_text(0)
+    press_slider_key(slider, "ArrowRight", times=3)
+    wait_for(
+        lambda: normalized(readout.text_content() or "") == slider_text(3),
+        timeout_s=60,
+        what="the label to follow the slider (a round trip through the Pyodide kernel)",
+    )
 
 
 STREAM_IN_KERNEL = """
