@@ -609,11 +609,12 @@ def build_site(out: Path) -> None:
             shutil.rmtree(out)
         log(f"building the site with jupyter lite ({n_notebooks} notebooks) ...")
         jupyter = str(Path(sys.prefix) / "bin" / "jupyter")
-        # --apps lab: the site is JupyterLab only (no separate Notebook, REPL or file pages).
+        # --apps lab: the site is JupyterLab only (no separate Notebook, REPL or file pages);
+        # --no-libarchive: Python's own tarfile (libarchive-c only makes it faster).
         run(
             [jupyter, "lite", "build", "--lite-dir", str(lite_dir), "--output-dir", str(out),
              "--contents", str(contents), "--apps", "lab", "--no-sourcemaps",
-             "--no-unused-shared-packages"],
+             "--no-unused-shared-packages", "--no-libarchive"],
             cwd=lite_dir,
         )  # fmt: skip
     open_on_start_notebook(out / "index.html", f"lab/index.html?path={START_NOTEBOOK}")
