@@ -91,8 +91,12 @@ def site_dir(times: Times) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def site(site_dir: Path) -> Iterator[litesite.StaticSite]:
-    """The site on a static file server on 127.0.0.1 (standing for GitHub Pages)."""
-    with litesite.serving(site_dir) as served:
+    """The site on a static file server on 127.0.0.1, standing for GitHub Pages.
+
+    Published under a path, as a project site is (https://<user>.github.io/<repository>/),
+    so every URL the site uses must be relative to where it is.
+    """
+    with litesite.serving(site_dir, prefix="/streaming-course/") as served:
         yield served
 
 
@@ -127,8 +131,8 @@ class LitePage:
     requested: list[str] = field(default_factory=list)
 
     def outside_requests(self) -> list[str]:
-        """Return every URL the page or its workers asked for that is not on the site."""
-        local = (self.site.url, "data:", "blob:")
+        """Return every URL the page or its workers asked for from anywhere but the site's host."""
+        local = (self.site.origin + "/", "data:", "blob:")
         return [url for url in self.requested if not url.startswith(local)]
 
 

@@ -92,9 +92,16 @@ class _SiteHandler(http.server.SimpleHTTPRequestHandler):
 
     def send_head(self):  # type: ignore[no-untyped-def]
         self.site.requests.append(self.path)
-        if self.path.split("?")[0] == "/jupyter-lite.json":
+        if self.path.split("?")[0].endswith("/jupyter-lite.json"):
             return self._config_with_app_exposed()
         return super().send_head()
+
+    def translate_path(self, path: str) -> str:
+        """Map a URL path under the site's prefix to its file; anything else is a 404."""
+        prefix = self.site.prefix
+        if not path.startswith(prefix):
+            return str(self.site.root / ".not-on-this-site")
+        return super().translate_path("/" + path[len(prefix) :])
 
     def copyfile(self, source: Any, outputfile: Any) -> None:
         data = source.read()
@@ -102,13 +109,16 @@ class _SiteHandler(http.server.SimpleHTTPRequestHandler):
         self.site.bytes_sent += len(data)
 
     def _config_with_app_exposed(self):  # type: ignore[no-untyped-def]
-        """Serve the site's root config plus exposeAppInBrowser, so tests can reach the app.
+        """Serve a config file of the site plus exposeAppInBrowser, so tests reach the app.
 
         The one difference from the site as built, and the same switch the JupyterLab
         tests turn on (--LabApp.expose_app_in_browser): window.jupyterapp for the page.
         """
-        config = json.loads((self.site.root / "jupyter-lite.json").read_text())
-        config["jupyter-config-data"]["exposeAppInBrowser"] = True
+        file = Path(self.translate_path(self.path.split("?")[0]))
+        if not file.is_file():
+            return super().send_head()  # its 404
+        config = json.loads(file.read_text())
+        config.setdefault("jupyter-config-data", {})["exposeAppInBrowser"] = True
         body = json.dumps(config).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -127,17 +137,27 @@ class _QuietServer(http.server.ThreadingHTTPServer):
 
 @dataclass
 class StaticSite:
-    """A static file server for one folder on 127.0.0.1, as GitHub Pages would serve it."""
+    """A static file server for one folder on 127.0.0.1, as GitHub Pages would serve it.
+
+    ``prefix`` is the URL path the folder is published at: "/" for a site of its own,
+    "/<repository>/" for a GitHub Pages project site.
+    """
 
     root: Path
+    prefix: str = "/"
     server: socketserver.TCPServer | None = None
     requests: list[str] = field(default_factory=list)
     bytes_sent: int = 0  # response bodies, as stored (no compression)
 
     @property
-    def url(self) -> str:
+    def origin(self) -> str:
         assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}/"
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    @property
+    def url(self) -> str:
+        """Return the site's URL (what a learner is given)."""
+        return self.origin + self.prefix
 
     def start(self) -> StaticSite:
         handler = functools.partial(_SiteHandler, site=self)
@@ -308,9 +328,9 @@ def clear_and_run_all(
 
 
 @contextmanager
-def serving(root: Path) -> Iterator[StaticSite]:
-    """Serve root on a free loopback port for the length of a with-block."""
-    site = StaticSite(root).start()
+def serving(root: Path, prefix: str = "/") -> Iterator[StaticSite]:
+    """Serve root at prefix on a free loopback port for the length of a with-block."""
+    site = StaticSite(root, prefix).start()
     try:
         yield site
     finally:

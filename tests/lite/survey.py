@@ -187,7 +187,9 @@ def main() -> int:
             outside: list[str] = []
             page.context.on(
                 "request",
-                lambda r: outside.append(r.url) if not r.url.startswith(site.url) else None,
+                lambda r: (
+                    outside.append(r.url) if not r.url.startswith(site.origin + "/") else None
+                ),
             )
             page.goto(site.url)
             wait_lab_restored(page, timeout_s=300)
