@@ -122,3 +122,11 @@ sandbox-tools:
 			echo "bubblewrap is missing, so tests/grading/test_sandbox.py will fail:" \
 				"sudo apt-get install bubblewrap"; \
 		fi; }
+
+# The zero-install edition: the course as a static JupyterLite site in $(LITE_DIR)
+# (tools/build_lite.py: its own pinned builder in .venv-lite, Python from npm's pyodide).
+# Try it: python3 -m http.server -d build/lite 8000, then open http://127.0.0.1:8000/
+LITE_DIR ?= build/lite
+.PHONY: lite
+lite:
+	$(PYTHON) tools/build_lite.py --out $(LITE_DIR)

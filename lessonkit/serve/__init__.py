@@ -19,6 +19,7 @@ standard library, tornado, jupyter_server, jupyter_core and httpx.
     jupyter_culling a Jupyter server extension: idle kernels culled, also with a tab open
                 (both run in the Jupyter server, not the kernel: tornado, jupyter_server
                 and httpx only)
+    inprocess   the app called in this process, no socket (the browser kernel): writes as sent
 
 In a notebook::
 

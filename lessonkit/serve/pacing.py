@@ -52,10 +52,13 @@ class Pacer:
         if self.gone:
             return False
         deadline = self.start + at_ms / 1000.0
-        if deadline > self.loop.time():
+        now = self.loop.time()
+        if deadline > now:
             # A bare future woken by a timer or by hang_up: cheaper than a task per token.
             self._wake = self.loop.create_future()
-            timer = self.loop.call_at(deadline, _resolve, self._wake)
+            # The delay from one reading of the clock: Pyodide's event loop (the browser
+            # kernel's) refuses a timer in the past, and call_at would read it again.
+            timer = self.loop.call_later(deadline - now, _resolve, self._wake)
             try:
                 await self._wake
             finally:
