@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import httpx
+import processes
 import pytest
 
 from lessonkit.server import running
@@ -32,7 +33,7 @@ def server_url() -> Iterator[str]:
     """
     command = [sys.executable, "-m", "lessonkit", "serve", "--port", "0", "--quiet"]
     command += ["--prefill-ms", str(TIMED_PREFILL_MS), "--per-token-ms", str(TIMED_PER_TOKEN_MS)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    process = processes.start(command, stdout=subprocess.PIPE, text=True)
     try:
         line = process.stdout.readline()
         assert "listening on " in line, f"lessonkit serve did not start: {line!r}"

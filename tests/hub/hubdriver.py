@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import processes
 import psutil
 from labdriver import (
     CHROMIUM_ARGS,
@@ -279,14 +280,14 @@ class Hub:
         config_path.write_text(config)
         log_path = workdir / "jupyterhub.log"
         with log_path.open("wb") as log:
-            process = subprocess.Popen(
+            process = processes.start(
                 [str(spec.python), "-m", "jupyterhub", "-f", str(config_path)],
                 cwd=workdir,
                 env=_hub_environment(spec, workdir, run_id),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                new_session=True,
             )
         tracker = ProcessTracker()
         tracker.adopt_tree(process.pid)

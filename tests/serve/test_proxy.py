@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import httpx
+import processes
 import pytest
 
 from lessonkit.core import llm
@@ -117,7 +118,7 @@ def test_the_upstream_must_be_an_http_url():
 
 def test_lessonkit_proxy_cli_prints_its_url_and_passes_streams_through(server_url, fast):
     command = [sys.executable, "-m", "lessonkit", "proxy", "--upstream", server_url]
-    process = subprocess.Popen(
+    process = processes.start(
         [*command, "--no-buffer", "--port", "0", "--quiet"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import httpx
+import processes
 import pytest
 import websockets
 from hypothesis import HealthCheck, example, given, settings
@@ -730,7 +731,7 @@ def test_only_non_loopback_hosts_get_a_warning():
 
 
 def _start_cli(*args: str) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "lessonkit", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -780,11 +781,11 @@ def test_lessonkit_serve_defaults_come_from_its_flags():
 def test_lessonkit_serve_reports_a_port_in_use_in_one_line_without_a_traceback():
     with server.running() as url:
         port = url.rsplit(":", 1)[1]
-        result = subprocess.run(
+        result = processes.run(
             [sys.executable, "-m", "lessonkit", "serve", "--port", port],
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout_s=30,
             env={**os.environ, "PYTHONWARNINGS": "error"},
         )
     assert result.returncode == 1

@@ -17,6 +17,7 @@ import time
 import anthropic
 import httpx
 import openai
+import processes
 import pytest
 from httpx_sse import connect_sse
 
@@ -238,7 +239,7 @@ def test_httpx_sse_sees_the_retry_field(server_url):
 
 
 def _curl(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(
+    return processes.start(
         ["curl", "-sS", "-N", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
 

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import httpx
 import nbformat
+import processes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRATCH_ROOT = REPO_ROOT / ".browser-scratch"
@@ -248,7 +249,7 @@ class LabServer(JupyterRest):
                 "--ContentsManager.allow_hidden=True",
             ]
             log = log_path.open("wb")
-            process = subprocess.Popen(
+            process = processes.start(
                 command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
             )
             log.close()
