@@ -96,6 +96,7 @@ bench: setup
 	$(BIN)/python bench/bench_decoders.py
 	$(BIN)/python bench/bench_server.py
 	$(BIN)/python bench/bench_grading.py
+	$(BIN)/python bench/bench_explorers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
