@@ -94,7 +94,8 @@ def test_an_upstream_drop_reaches_the_client_as_a_drop(server_url, fast, read_ra
 
 
 def test_a_client_leaving_the_proxy_stops_generation_upstream(fresh_server_url, wait_for_stats):
-    params = {"prompt": "Tell me everything.", "prefill_ms": "0", "per_token_ms": "100"}
+    # 500 ms per token: three tokens' time (1.5 s) for the hang-up to reach the server
+    params = {"prompt": "Tell me everything.", "prefill_ms": "0", "per_token_ms": "500"}
     with running_proxy(fresh_server_url, buffer=False) as proxy_url:
         with httpx.stream("GET", proxy_url + "/v1/stream", params=params) as response:
             for piece in response.iter_raw():

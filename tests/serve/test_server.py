@@ -289,7 +289,9 @@ def test_per_request_prefill_ms_overrides_the_server_default(server_url, arrival
 def test_a_client_that_disconnects_stops_generation_within_one_token(
     fresh_server_url, wait_for_stats
 ):
-    params = {"prompt": LONG_PROMPT, "prefill_ms": "0", "per_token_ms": "150", "dialect": "lesson"}
+    # 500 ms per token: "one in flight, at most one after" leaves the client a second to
+    # hang up and the server to notice, however busy the machine.
+    params = {"prompt": LONG_PROMPT, "prefill_ms": "0", "per_token_ms": "500", "dialect": "lesson"}
     received = 0
     with httpx.stream("GET", fresh_server_url + "/v1/stream", params=params) as response:
         for piece in response.iter_raw():
@@ -629,7 +631,7 @@ def test_websocket_takes_the_prompt_from_the_query_too(server_url):
 def test_websocket_stop_message_stops_generation(fresh_server_url, wait_for_stats):
     async def talk():
         async with websockets.connect(
-            _ws_url(fresh_server_url, "?per_token_ms=100&prefill_ms=0")
+            _ws_url(fresh_server_url, "?per_token_ms=500&prefill_ms=0")  # 1 s for the stop
         ) as ws:
             await ws.send(json.dumps({"prompt": LONG_PROMPT}))
             first = json.loads(await ws.recv())
