@@ -16,8 +16,17 @@ from collections.abc import Callable, Iterator
 import httpx
 import processes
 import pytest
+from hypothesis import HealthCheck, settings
 
 from lessonkit.server import running
+
+# Hypothesis has two clocks of its own: a 200 ms deadline per example and a health check
+# that fails a test whose inputs come slowly. Both made verdicts depend on how busy the
+# machine was (seen: 265 ms for one example), so every property test runs without them.
+settings.register_profile(
+    "any-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("any-machine")
 
 TIMED_PREFILL_MS = 200.0
 TIMED_PER_TOKEN_MS = 50.0
