@@ -104,7 +104,7 @@ def test_a_client_leaving_the_proxy_stops_generation_upstream(fresh_server_url, 
         stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
     assert stats["disconnects"] == 1
     assert stats["tokens_generated"] <= 5  # of 40 or more
-    assert stats["tokens_after_disconnect"] <= 1
+    assert stats["tokens_after_disconnect"] in (0, 1)
 
 
 def test_an_unreachable_upstream_gives_502_with_a_json_error():

@@ -256,14 +256,19 @@ def test_no_heartbeat_unless_asked(server_url, fast, read_raw):
 
 
 def test_stall_ms_pauses_after_half_of_the_tokens(server_url, arrivals):
-    params = {"prefill_ms": "0", "per_token_ms": "5", "stall_ms": "1000", "dialect": "lesson"}
+    params = {"prefill_ms": "0", "per_token_ms": "5", "stall_ms": "1000", "heartbeat_ms": "200",
+              "dialect": "lesson"}  # fmt: skip
     pieces = arrivals("GET", server_url + "/v1/stream", params=params)
-    # 6 tokens: the first 3 are due at 5-15 ms (a second is a generous deadline for them),
-    # the rest 1,000 ms later (never before 1 s)
-    before = b"".join(p for t, p in pieces if t < 1.0)
-    assert read_stream([before], "lesson").text == "Your order ships"
     whole = b"".join(p for _, p in pieces)
     assert read_stream([whole], "lesson").text == llm.RUNNING_ANSWER
+    # Where the pause is, without a clock: a ping fills each 200 ms of silence, and the
+    # only silence comes after 3 of the 6 tokens (the order of the writes, not their times).
+    lines = [line for line in whole.split(b"\n") if line.startswith((b": ping", b'data: {"delta'))]
+    kinds = "".join("p" if line == b": ping" else "t" for line in lines)
+    assert kinds.startswith("tttpppp") and kinds.endswith("pttt") and kinds.count("t") == 6, kinds
+    # And the second half never comes before the stall is over (a lower bound).
+    token_arrivals_s = [t for t, piece in pieces for _ in range(piece.count(b'data: {"delta'))]
+    assert token_arrivals_s[3] >= 1.0
 
 
 def test_stall_with_heartbeat_fills_the_pause_with_pings(server_url, read_raw):
@@ -301,7 +306,7 @@ def test_a_client_that_disconnects_stops_generation_within_one_token(
     stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
     assert stats["active_streams"] == 0
     assert stats["disconnects"] == 1
-    assert stats["tokens_after_disconnect"] <= 1
+    assert stats["tokens_after_disconnect"] in (0, 1)
     assert stats["tokens_generated"] <= received + 2  # one in flight, at most one after
     assert len(llm.answer_for(LONG_PROMPT).tokens) >= 40
 
@@ -641,9 +646,9 @@ def test_websocket_stop_message_stops_generation(fresh_server_url, wait_for_stat
 
     first, rest = asyncio.run(talk())
     assert "delta" in first
-    assert rest[-1] == {"done": True, "finish_reason": "stopped"} and len(rest) <= 2
+    assert rest[-1] == {"done": True, "finish_reason": "stopped"} and len(rest) in (1, 2)
     stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
-    assert stats["tokens_generated"] <= 3
+    assert stats["tokens_generated"] in (1, 2, 3)
 
 
 def test_websocket_bad_first_message_gets_an_error_and_close(server_url):
@@ -946,7 +951,7 @@ def test_any_query_parameters_get_a_2xx_or_a_json_4xx_never_a_500(
     with httpx.Client(timeout=30) as client:
         response = client.send(request, stream=True)  # the status comes before any token
         try:
-            assert response.status_code < 500
+            assert not response.is_server_error
             if response.status_code >= 400:
                 response.read()
                 _check_error_body(path, response)
