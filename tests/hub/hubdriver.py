@@ -190,7 +190,7 @@ class HubSpec:
     password: str = field(default_factory=lambda: "pw-" + secrets.token_hex(6))
     python: Path = Path(sys.executable)  # the course's environment: hub, servers, kernels
     default_url: str = "/lab"
-    start_timeout_s: float = 60
+    start_timeout_s: float = 300  # 5-20 s here; generous for a machine busy many times over
 
 
 HUB_CONFIG = """\
@@ -476,7 +476,7 @@ class RemotePage:
 
 
 def login(
-    page: Any, hub_public_url: str, user: str, password: str, *, timeout_s: float = 90
+    page: Any, hub_public_url: str, user: str, password: str, *, timeout_s: float = 300
 ) -> str:
     """Log in through the hub's form; return the JupyterLab URL once JupyterLab is restored."""
     from labdriver import wait_lab_restored
