@@ -9,13 +9,15 @@ else runs, if a later one fails the stages that need it fail with its message. T
 run at the same time, each as `make STAGE`: they spend most of their time waiting
 (for kernels, browsers, paced streams), so running them together saves minutes even
 on two cores. Each stage's output goes to test-artifacts/stages/STAGE.log and is
-printed whole when the stage ends; at the end comes the time of each stage, and the
-exit status fails if any stage failed. Standard library only: it runs before .venv.
+printed whole when the stage ends; at the end comes the time of each stage (and its
+CPU time, which a busy machine changes far less), and the exit status fails if any
+stage failed. Standard library only: it runs before .venv.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import signal
 import subprocess
@@ -38,6 +40,7 @@ class Stage:
     process: subprocess.Popen | None = None
     started_s: float = 0.0
     seconds: float | None = None
+    cpu_seconds: float | None = None
     status: int | None = None
     output: list[str] = field(default_factory=list)
 
@@ -53,11 +56,16 @@ class Stage:
             )
 
     def poll(self) -> bool:
-        """Return True once the stage has ended (its status and time then set)."""
-        if self.process is None or self.process.poll() is None:
+        """Return True once the stage has ended (its status, time and CPU time then set)."""
+        if self.process is None or self.status is not None:
+            return self.status is not None
+        pid, wait_status, usage = os.wait4(self.process.pid, os.WNOHANG)
+        if pid == 0:
             return False
-        self.status = self.process.returncode
+        self.status = self.process.returncode = os.waitstatus_to_exitcode(wait_status)
         self.seconds = time.monotonic() - self.started_s
+        # CPU of the stage's whole process tree (every process its parent waited for)
+        self.cpu_seconds = usage.ru_utime + usage.ru_stime
         return True
 
     @property
@@ -86,12 +94,17 @@ def print_ended(stage: Stage) -> None:
 def table(stages: list[Stage], wall_s: float, jobs: int) -> str:
     """Return the stage times as a small table, the wall time of the whole run below."""
     width = max(len(s.name) for s in stages)
-    lines = ["", "Stage times:"]
+    lines = ["", "Stage times:", f"  {'':<{width}}  {'':<11} {'time':>10} {'CPU':>10}"]
     for stage in stages:
         took = "-" if stage.seconds is None else minutes(stage.seconds)
-        lines.append(f"  {stage.name:<{width}}  {stage.result:<11} {took:>10}")
+        cpu = "-" if stage.cpu_seconds is None else minutes(stage.cpu_seconds)
+        lines.append(f"  {stage.name:<{width}}  {stage.result:<11} {took:>10} {cpu:>10}")
+    cpu_s = sum(s.cpu_seconds or 0 for s in stages)
     together = "one after another" if jobs == 1 else f"up to {jobs} at the same time"
-    lines.append(f"  {'total':<{width}}  {'':<11} {minutes(wall_s):>10}  (stages {together})")
+    lines.append(
+        f"  {'total':<{width}}  {'':<11} {minutes(wall_s):>10} {minutes(cpu_s):>10}"
+        f"  (stages {together}; load average {os.getloadavg()[0]:.1f} at the end)"
+    )
     return "\n".join(lines)
 
 
