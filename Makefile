@@ -23,8 +23,8 @@ unexport MPLBACKEND
 # compiles its imports again (JupyterLab's took 8.6 s instead of 4.4 s here).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab test test-under-load lint unit notebooks browser hub chromium hub-proxy assign bench \
-	clean setup
+.PHONY: lab test test-under-load lint unit notebooks exercises browser hub chromium hub-proxy \
+	assign bench clean setup
 
 setup: $(STAMP) $(SETTINGS)
 
@@ -72,7 +72,7 @@ lint: setup
 # TEST_STAGES at the same time (they mostly wait: on kernels, browsers, paced streams),
 # prints each stage's output as it ends and then the time of each (tools/run_stages.py;
 # logs in test-artifacts/stages/). A new stage: its target, and its name here.
-TEST_STAGES := lint unit notebooks browser hub
+TEST_STAGES := lint unit notebooks exercises browser hub
 TEST_JOBS ?= 0
 # 0: every stage at once; TEST_JOBS=1 runs them one after another.
 test:
@@ -107,10 +107,12 @@ hub: setup chromium $(CHP)
 	$(BIN)/pytest tests/hub
 
 # Each notebook runs in one worker from start to end (--dist loadfile: nbval's cells
-# depend on each other).
+# depend on each other). The six short exercises need no second worker.
 notebooks: setup
 	$(BIN)/pytest --nbval $(NBVAL) $(XDIST) notebooks solutions
-	$(BIN)/pytest --nbval-lax $(NBVAL) $(XDIST) exercises
+
+exercises: setup
+	$(BIN)/pytest --nbval-lax $(NBVAL) exercises
 
 # exercises/ is generated from solutions/: regenerate after editing a solution.
 assign: setup
