@@ -40,6 +40,7 @@ for run in $(seq 1 "$runs"); do
     # shellcheck disable=SC2086  # $command is words: "make test"
     env -C "$clone" $command > "$log" 2>&1 < /dev/null &
     pid=$!
+    sleep 2  # what the job runs with, once the shell has set its signals and exec'd it
     ignored=$(awk '/^SigIgn/ {print $2}' "/proc/$pid/status" 2>/dev/null)
     wait "$pid"
     status=$?
