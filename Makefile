@@ -20,8 +20,13 @@ LINTED := lessonkit tests bench notebooks solutions exercises
 
 # Plots must reach notebooks inline; an inherited MPLBACKEND=Agg hides them.
 unexport MPLBACKEND
+# Python writes its bytecode caches (.venv, __pycache__/, all ignored by git) even where
+# PYTHONDONTWRITEBYTECODE is set: without them every kernel, server and pytest process
+# compiles its imports again (JupyterLab's took 8.6 s instead of 4.4 s here).
+unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab test lint unit notebooks browser hub chromium assign bench clean setup
+.PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub chromium \
+	hub-proxy assign bench clean setup
 
 setup: $(STAMP) $(SETTINGS) $(SERVER_SETTINGS)
 
@@ -69,49 +74,31 @@ lint: setup
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 
-# The browser and hub tests each run in a pytest process of their own: Playwright's sync API
-# keeps an event loop running in the main thread, which would break later tests that use
-# asyncio.run.
-unit: setup
-	$(BIN)/pytest tests --ignore=tests/browser --ignore=tests/hub
+# Each stage below is one target; `make test` runs the set-up, then every stage in
+# TEST_STAGES at the same time (they mostly wait: on kernels, browsers, paced streams),
+# prints each stage's output as it ends and then the time of each (tools/run_stages.py;
+# logs in test-artifacts/stages/). A new stage: its target, and its name here.
+TEST_STAGES := lint unit notebooks exercises browser hub
+TEST_JOBS ?= 0
+# 0: every stage at once; TEST_JOBS=1 runs them one after another.
+test:
+	@$(PYTHON) tools/run_stages.py --make "$(MAKE)" --setup "setup chromium" \
+		--jobs $(TEST_JOBS) $(TEST_STAGES)
 
-chromium: setup
-	@tools/ensure_chromium.sh $(BIN)
+# `make test` three times in a row, each in a fresh clone of this commit started from a
+# background shell (signals as a script's `&` leaves them), beside two CPU burners.
+test-under-load:
+	@tools/test_under_load.sh
 
-$(CHP): | $(STAMP)
-	@tools/ensure_hub_proxy.sh $(VENV)/share/chp
-
-browser: setup chromium
-	$(BIN)/pytest tests/browser
-
-# A real JupyterHub on loopback, two users, a browser "on another machine" (tests/hub).
-hub: setup chromium $(CHP)
-	$(BIN)/pytest tests/hub
-
-notebooks: setup
-	$(BIN)/pytest --nbval $(NBVAL) notebooks solutions
-	$(BIN)/pytest --nbval-lax $(NBVAL) exercises
-
-test: lint unit notebooks browser hub
-
-# exercises/ is generated from solutions/: regenerate after editing a solution.
-assign: setup
-	$(BIN)/lessonkit assign solutions exercises
-
-bench: setup
-	$(BIN)/python bench/bench_decoders.py
-	$(BIN)/python bench/bench_server.py
-	$(BIN)/python bench/bench_grading.py
-	$(BIN)/python bench/bench_class.py
-
-clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
-	find . -name __pycache__ -type d -prune -exec rm -rf {} +
-	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
+# pytest-xdist: the unit tests in two worker processes, each test file in one of them (its
+# module fixtures start once). The browser and hub tests each run in a pytest process of
+# their own: Playwright's sync API keeps an event loop running in the main thread, which
+# would break later tests that use asyncio.run.
+XDIST := -n 2 --dist loadfile
+unit: setup sandbox-tools
+	$(BIN)/pytest $(XDIST) tests --ignore=tests/browser --ignore=tests/hub
 
 # lessonkit grade's sandbox needs bubblewrap (tests/grading/test_sandbox.py): installed here as root with apt.
-.PHONY: sandbox-tools
-unit: sandbox-tools
 sandbox-tools:
 	@command -v bwrap >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -122,6 +109,44 @@ sandbox-tools:
 			echo "bubblewrap is missing, so tests/grading/test_sandbox.py will fail:" \
 				"sudo apt-get install bubblewrap"; \
 		fi; }
+
+chromium: setup
+	@tools/ensure_chromium.sh $(BIN)
+
+hub-proxy: $(CHP)
+$(CHP): | $(STAMP)
+	@tools/ensure_hub_proxy.sh $(VENV)/share/chp
+
+browser: setup chromium
+	$(BIN)/pytest tests/browser
+
+# A real JupyterHub on loopback, two users, a browser "on another machine" (tests/hub).
+hub: setup chromium $(CHP)
+	$(BIN)/pytest tests/hub
+
+# Each notebook runs in one worker from start to end (--dist loadfile: nbval's cells
+# depend on each other). The six short exercises need no second worker.
+notebooks: setup
+	$(BIN)/pytest --nbval $(NBVAL) $(XDIST) notebooks solutions
+
+exercises: setup
+	$(BIN)/pytest --nbval-lax $(NBVAL) exercises
+
+# exercises/ is generated from solutions/: regenerate after editing a solution.
+assign: setup
+	$(BIN)/lessonkit assign solutions exercises
+
+bench: setup
+	$(BIN)/python bench/bench_decoders.py
+	$(BIN)/python bench/bench_server.py
+	$(BIN)/python bench/bench_grading.py
+	$(BIN)/python bench/bench_explorers.py
+	$(BIN)/python bench/bench_class.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 
 # The zero-install edition: the course as a static JupyterLite site in $(LITE_DIR)
 # (tools/build_lite.py: its own pinned builder in .venv-lite, Python from npm's pyodide).

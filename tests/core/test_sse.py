@@ -740,18 +740,20 @@ def test_cost_is_linear_in_the_bytes_fed_whatever_the_chunk_sizes(shape, method)
         ratios.append(
             cpu_seconds_to_decode(big, 32, method) / cpu_seconds_to_decode(small, 32, method)
         )
-    assert statistics.median(ratios) < 3, ratios
+    linear, quadratic = 2, 4  # the cost ratio for twice the bytes
+    assert statistics.median(ratios) < (linear + quadratic) / 2, ratios
 
 
 def test_one_2_mb_event_fed_byte_by_byte_finishes_in_seconds():
+    # About 1-2 s of CPU here, 5 s at a load of 10 on 2 cores; copying the held line at
+    # every byte (O(n^2)) would take hours. A generous deadline, not a speed goal.
+    deadline_cpu_s = 30
     wire = b"data: " + b"x" * 2_000_000 + b"\n\n"
     decoder = SSEDecoder(max_event_bytes=4_000_000)
     start = time.process_time()
     events = [e for i in range(len(wire)) for e in decoder.feed(wire[i : i + 1])]
     assert len(events) == 1 and len(events[0].data) == 2_000_000
-    # About 1-2 s of CPU here, 5 s at a load of 10 on 2 cores; copying the held
-    # line at every byte (O(n^2)) would take hours. A generous deadline, not a speed goal.
-    assert time.process_time() - start < 30
+    assert time.process_time() - start < deadline_cpu_s
 
 
 @given(chunkings(b"data: " + b"y" * 5000 + b"\n\n", max_cuts=60))

@@ -367,5 +367,7 @@ def test_ci_script_runs_the_readme_test_command():
 @pytest.mark.parametrize("target", ["browser", "hub"])
 def test_make_test_runs_each_playwright_suite_in_its_own_pytest_process(target):
     makefile = (ROOT / "Makefile").read_text()
-    assert re.search(rf"^test:.*\b{target}\b", makefile, re.MULTILINE)
+    assert re.search(rf"^TEST_STAGES :=.*\b{target}\b", makefile, re.MULTILINE)
+    recipe = re.search(r"^test:\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
+    assert "tools/run_stages.py" in recipe and "$(TEST_STAGES)" in recipe  # one `make` each
     assert re.search(rf"^{target}:.*\n\t\$\(BIN\)/pytest tests/{target}\b", makefile, re.MULTILINE)

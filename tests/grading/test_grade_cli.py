@@ -14,12 +14,12 @@ import pytest
 from classroom import LESSON_READER
 
 from lessonkit.grading import grade
-from lessonkit.grading.engine import Mode, evaluate, in_process
+from lessonkit.grading.engine import CALL_LIMIT_S, Mode, evaluate, in_process
 from lessonkit.grading.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
-TIMEOUT_S = "6"
+TIMEOUT_S = "6"  # what the loop and hang learners cost; 10x a correct notebook on a busy machine
 OPTIONS = grade.Options(grade.Setup(timeout_s=10), seed=7)
 
 
@@ -174,7 +174,7 @@ def test_a_function_that_loops_forever_is_stopped_and_its_try_it_cell_does_not_h
 
 def test_notebook_code_that_never_finishes_is_an_error_row(graded_class):
     row = graded_class[0]["hang"]
-    assert row["status"] == "error" and "did not finish within 6 s" in row["error"]
+    assert row["status"] == "error" and f"did not finish within {TIMEOUT_S} s" in row["error"]
 
 
 def test_a_notebook_that_exits_the_interpreter_is_an_error_row(graded_class):
@@ -214,7 +214,7 @@ def test_each_submission_gets_a_feedback_file_that_never_shows_hidden_inputs(gra
     assert "  - the whole stream in one chunk" in partial
     assert "日本" not in partial
     loop = (feedback / "loop.txt").read_text(encoding="utf-8")
-    assert "no answer within 3 s" in loop
+    assert f"no answer within {min(CALL_LIMIT_S, float(TIMEOUT_S)):g} s" in loop
 
 
 def test_a_learner_folder_of_different_notebooks_is_one_submission(tmp_path):

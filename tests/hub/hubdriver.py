@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import processes
 import psutil
 from labdriver import (
     CHROMIUM_ARGS,
@@ -194,7 +195,7 @@ class HubSpec:
     password: str = field(default_factory=lambda: "pw-" + secrets.token_hex(6))
     python: Path = Path(sys.executable)  # the course's environment: hub, servers, kernels
     default_url: str = "/lab"
-    start_timeout_s: float = 60
+    start_timeout_s: float = 300  # 5-20 s here; generous for a machine busy many times over
     # More options for each user's Jupyter server (the bench shortens the culling times).
     server_args: tuple[str, ...] = ()
 
@@ -288,14 +289,14 @@ class Hub:
         config_path.write_text(config)
         log_path = workdir / "jupyterhub.log"
         with log_path.open("wb") as log:
-            process = subprocess.Popen(
+            process = processes.start(
                 [str(spec.python), "-m", "jupyterhub", "-f", str(config_path)],
                 cwd=workdir,
                 env=_hub_environment(spec, workdir, run_id),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                new_session=True,
             )
         tracker = ProcessTracker()
         tracker.adopt_tree(process.pid)
@@ -570,7 +571,7 @@ class RemotePage:
 
 
 def login(
-    page: Any, hub_public_url: str, user: str, password: str, *, timeout_s: float = 90
+    page: Any, hub_public_url: str, user: str, password: str, *, timeout_s: float = 300
 ) -> str:
     """Log in through the hub's form; return the JupyterLab URL once JupyterLab is restored."""
     from labdriver import wait_lab_restored

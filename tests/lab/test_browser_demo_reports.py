@@ -108,9 +108,11 @@ def test_a_run_still_streaming_at_the_timeout_is_reported_as_it_stands(server):
 
 def test_without_a_browser_the_report_says_nothing_was_received(server):
     demo = BrowserStreamDemo(server)
+    grace_s, timeout_s = 0.3, 60.0
     started = time.monotonic()
-    report = demo.browser_report(grace_s=0.3, timeout_s=10)
-    assert time.monotonic() - started < 3
+    report = demo.browser_report(grace_s=grace_s, timeout_s=timeout_s)
+    # It gives up after the grace, not at the timeout (a deadline of 100x the grace).
+    assert time.monotonic() - started < timeout_s / 2
     assert report.outcome == "no browser" and report.panels == {}
     assert "no browser is showing the demo" in str(report)
 
