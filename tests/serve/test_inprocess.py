@@ -109,11 +109,12 @@ def test_the_same_bytes_as_the_real_server_over_loopback(virtual, server_url, re
 
 
 def strip_ids(body: bytes) -> list[tuple[str, str]]:
+    """Return (type, data) of each event, the per-server response ids (msg_..., chatcmpl-...) masked."""
     import json
     import re
 
     events = decode_all([body])
-    return [(e.event, re.sub(r'"(msg|chatcmpl)-\d+"', '"<id>"', e.data)) for e in events] + [
+    return [(e.event, re.sub(r'"(msg_|chatcmpl-)\d+"', '"<id>"', e.data)) for e in events] + [
         ("ids", json.dumps([e.id for e in events]))
     ]
 
