@@ -8,7 +8,8 @@ standard library, tornado, jupyter_server, jupyter_core and httpx.
     app         the routes: OpenAI- and Anthropic-compatible endpoints, GET /v1/stream, stats
     checks      what a request may ask for, and the 4xx JSON errors it gets otherwise
     state       what one server shares between requests: settings, counters, live streams
-    pacing      the timed streaming loop: Pacer and TimedResponse play (at_ms, bytes) writes
+    pacing      the timed streaming loop: Pacer and TimedResponse play (at_ms, bytes) writes;
+                Stats, the counters the loops keep
     websocket   WS /v1/ws: the same answer over a WebSocket
     background  running(): the server on a free loopback port in a background thread
     cli         `lessonkit serve`, and options shared with `lessonkit proxy`
