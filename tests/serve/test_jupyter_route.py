@@ -11,9 +11,10 @@ them.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,41 +69,97 @@ def demo(jupyter: JupyterServerProcess) -> Iterator[tuple[str, BackgroundServer]
     background.stop()
 
 
-def timed_reads(method: str, url: str, **kwargs) -> list[tuple[float, bytes]]:
-    """Return (seconds since the request, piece) for each piece of the body as it came."""
-    reads, started = [], time.monotonic()
-    with httpx.stream(method, url, timeout=30, **kwargs) as response:
-        assert response.status_code == 200, response.read()
-        for piece in response.iter_raw():
-            reads.append((time.monotonic() - started, piece))
-    return reads
+class Lockstep:
+    """An ASGI app that sends its next event only after the reader has the one before.
+
+    If anything between the two buffered a piece, the reader would never see it and the
+    app's wait would run out: so "every wait was answered" proves the route forwards each
+    piece as it comes, whatever the load on the machine (no clock in the verdict).
+    """
+
+    PIECES = 4
+    WAIT_S = 60.0  # only ever reached when a piece is held back
+
+    def __init__(self) -> None:
+        self.seen = [threading.Event() for _ in range(self.PIECES)]
+        self.answered: list[bool] = []  # one per piece after the first: did the reader get it?
+
+    async def __call__(self, scope, receive, send) -> None:
+        assert scope["type"] == "http"
+        while (await receive()).get("more_body"):
+            pass  # the request body, if any
+        head = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        for index in range(self.PIECES):
+            if index:
+                got = await asyncio.to_thread(self.seen[index - 1].wait, self.WAIT_S)
+                self.answered.append(got)
+            body = f"id: {index}\ndata: piece {index}\n\n".encode()
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    def read(self, method: str, url: str, **kwargs) -> bytes:
+        """Read the whole body, telling the app as each piece arrives; return the body."""
+        body = b""
+        with httpx.stream(method, url, timeout=self.WAIT_S * 2, **kwargs) as response:
+            assert response.status_code == 200, response.read()
+            for piece in response.iter_raw():
+                body += piece
+                for index in range(self.PIECES):
+                    if f"data: piece {index}\n\n".encode() in body:
+                        self.seen[index].set()
+        return body
 
 
-def assert_arrived_token_by_token(reads: list[tuple[float, bytes]]) -> None:
-    """Several separate reads, spread over at least half the paced answer (a sleep never ends early)."""
-    assert len(reads) >= len(ANSWER.tokens) // 2, reads
-    spread_s = reads[-1][0] - reads[0][0]
-    assert spread_s >= (len(ANSWER.tokens) - 1) * PER_TOKEN_MS / 1000 / 2, reads
+@pytest.fixture
+def lockstep(jupyter: JupyterServerProcess) -> Iterator[tuple[str, Lockstep]]:
+    """A lockstep app on a fresh socket in the Jupyter server's runtime folder: (name, app)."""
+    name = demo_socket.new_socket_name()
+    path = demo_socket.socket_path(name, base=jupyter.runtime, create=True)
+    app = Lockstep()
+    background = BackgroundServer(app, unix_socket=path)
+    background.start()
+    yield name, app
+    background.stop()
 
 
 # --- streaming through the route ---------------------------------------------------------------
 
 
-def test_an_eventsource_get_streams_through_the_route_token_by_token(jupyter, demo):
-    name, _ = demo
-    url = route(jupyter, name, f"/v1/stream?prompt={llm.RUNNING_PROMPT}")
-    reads = timed_reads("GET", url, headers={**jupyter.auth, "Accept": "text/event-stream"})
-    assert_arrived_token_by_token(reads)
-    body = b"".join(piece for _, piece in reads)
-    assert body.count(b"\n\n") >= len(ANSWER.tokens)
+def test_an_eventsource_get_gets_each_event_before_the_next_is_sent(jupyter, lockstep):
+    name, app = lockstep
+    body = app.read(
+        "GET",
+        route(jupyter, name, "/v1/stream"),
+        headers={**jupyter.auth, "Accept": "text/event-stream"},
+    )
+    assert app.answered == [True] * (Lockstep.PIECES - 1), body
+    assert body.count(b"\n\n") == Lockstep.PIECES
 
 
-def test_a_fetch_post_streams_without_an_accept_header_too(jupyter, demo):
+def test_a_fetch_post_without_an_accept_header_gets_each_event_before_the_next_too(
+    jupyter, lockstep
+):
+    name, app = lockstep
+    body = app.read(
+        "POST", route(jupyter, name, "/v1/chat/completions"), headers=jupyter.auth, json=ASK
+    )
+    assert app.answered == [True] * (Lockstep.PIECES - 1), body
+
+
+def test_the_course_servers_answer_comes_through_the_route_whole(jupyter, demo):
     name, _ = demo
-    url = route(jupyter, name, "/v1/chat/completions")
-    reads = timed_reads("POST", url, headers=jupyter.auth, json=ASK)
-    assert_arrived_token_by_token(reads)
-    reply = client.read_stream([piece for _, piece in reads], "openai")
+    with httpx.stream(
+        "POST",
+        route(jupyter, name, "/v1/chat/completions"),
+        headers=jupyter.auth,
+        json=ASK,
+        timeout=30,
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        pieces = list(response.iter_raw())
+    reply = client.read_stream(pieces, "openai")
     assert reply.complete and reply.text == ANSWER.text
 
 
