@@ -1,9 +1,12 @@
 """Run notebooks top to bottom and store their outputs: python tools/execute_notebooks.py NB...
 
-What `make execute` uses after a lesson or a solution changes. Each notebook runs
+Run it after a lesson or a solution changes (notebook 00 is written by
+tools/build_start_here.py, then executed here like the others). Each notebook runs
 in a fresh kernel from its own folder (as JupyterLab runs it), with the widget
-state saved, and without per-cell timing metadata, so that re-running an
-unchanged notebook changes nothing but widget model ids.
+state saved, and without per-cell timing metadata. A cell's printed text can reach
+the kernel's output in one piece or in several, as the kernel's flushes fall; the
+pieces of one stream are joined, so that re-running an unchanged notebook changes
+nothing but widget model ids.
 
 A widget may keep the address of a server the notebook started; the port was free
 for that one run, so the saved state writes it as <port>, and the browser demo's
@@ -32,6 +35,23 @@ def without_run_ports(widget_state: dict) -> dict:
     return json.loads(RUN_SOCKET.sub(r'\1"<name>"', text))
 
 
+def joined_streams(outputs: list) -> list:
+    """Return `outputs` with each run of consecutive same-stream text outputs joined into one."""
+    joined: list = []
+    for output in outputs:
+        previous = joined[-1] if joined else None
+        if (
+            output.get("output_type") == "stream"
+            and previous is not None
+            and previous.get("output_type") == "stream"
+            and previous.get("name") == output.get("name")
+        ):
+            previous["text"] += output["text"]
+        else:
+            joined.append(output)
+    return joined
+
+
 def execute(path: Path, timeout_s: int = 600) -> float:
     """Execute the notebook at `path` in place; return the seconds it took."""
     notebook = nbformat.read(path, as_version=4)
@@ -47,6 +67,8 @@ def execute(path: Path, timeout_s: int = 600) -> float:
     client.execute()
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = joined_streams(cell.outputs)
     if "widgets" in notebook.metadata:
         notebook.metadata["widgets"] = without_run_ports(notebook.metadata["widgets"])
     nbformat.write(notebook, path)
