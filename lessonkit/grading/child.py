@@ -23,7 +23,8 @@ Two uses:
 
 The protocol is one JSON object per line. Grader -> child, on stdin::
 
-    {"op": "function", "name": "read_stream", "pickle": base64}   (--worker: first, once)
+    {"op": "function", "name": "read_stream", "pickle": base64}   (--worker: first, once;
+                                                                  it answers {"op": "ready"})
     {"op": "notebook", "cells": [source, ...], "names": [...], "values": [...], "exec_limit_s": 30}
     {"op": "calls", "name": "read_stream", "cases": [[arg, ...], ...], "limit_s": 3}
     {"op": "call", "name": "read_stream", "args": [...], "limit_s": 3}
@@ -372,6 +373,7 @@ def worker_main() -> int:
     if first is None or first.get("op") != "function":
         return 2
     fn = pickle.loads(base64.b64decode(first["pickle"]))  # sent by the learner's own kernel
+    wire.send({"op": "ready"})  # the time limits count from here, not from the start
     serve(wire, {str(first.get("name")): fn}.get, use_alarm=False, recorder=Recorder())
     return 0
 

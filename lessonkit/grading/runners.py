@@ -11,8 +11,9 @@ input with either; both record the course answers the calls run into
   (``cloudpickle``): a function written in a notebook goes with what it refers
   to -- a helper defined in another cell, a constant, a class -- and modules
   by name, so the worker imports them itself from the kernel's own
-  ``sys.path`` and working folder. A call that overruns its limit is stopped by
-  killing the worker; the kernel never forks and never waits on a thread that
+  ``sys.path`` and working folder. The time limit counts from the worker
+  saying it is ready, so a slow start on a busy machine costs no points. A call
+  that overruns its limit is stopped by killing the worker; the kernel never forks and never waits on a thread that
   may not end. Works wherever ``subprocess`` does: Linux, macOS, Windows.
 * ``in_this_process``: where no process can be started (JupyterLite's Pyodide
   kernel), or the function cannot be copied. Each call runs here under
@@ -43,7 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from lessonkit.grading.channel import Channel
+from lessonkit.grading.channel import Channel, ChildGone
 from lessonkit.grading.codec import (
     Served,
     encode_args,
@@ -71,6 +72,9 @@ __all__ = ["OUT_OF_TIME", "OutOfTime", "Runner", "choose_runner", "in_this_proce
 Runner = Callable[..., contextlib.AbstractContextManager[Calls]]  # (fn, mode, plan=None)
 OUT_OF_TIME = "stopped: no answer within the time limit"
 WORKER = [sys.executable, "-m", "lessonkit.grading.child", "--worker"]
+# A worker is ready in about 0.2-0.5 s; a machine busy with other work can take seconds.
+# The learner's time limit starts once it is ready, so a slow start never stops a call.
+WORKER_START_S = 60.0
 
 
 def choose_runner() -> Runner:
@@ -125,6 +129,10 @@ def _start_worker(fn: Callable[..., Any]) -> Channel:
     process.stdout.close()
     process.stdin.close()
     channel.send({"op": "function", "name": "fn", "pickle": pickled})
+    ready = channel.receive(WORKER_START_S)  # raises ChildGone if it could not load fn
+    if ready is None or ready.get("op") != "ready":
+        channel.close()
+        raise ChildGone(f"the worker was not ready within {WORKER_START_S:g} s")
     return channel
 
 

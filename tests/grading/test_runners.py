@@ -134,3 +134,23 @@ def test_a_function_that_cannot_be_copied_to_a_worker_is_checked_in_this_process
 
     result = check("read_stream", read_stream, show=False, runner=runners.in_worker)
     assert result.passed
+
+
+def test_a_worker_slow_to_start_costs_the_learner_no_time(monkeypatch):
+    # A busy machine: the worker takes longer to start than a call may run. The limit
+    # counts from the worker's "ready", so the call still gets its whole second.
+    slow_start = (
+        "import runpy, sys, time; time.sleep(2.5); sys.argv = ['child', '--worker'];"
+        " runpy.run_module('lessonkit.grading.child', run_name='__main__')"
+    )
+    monkeypatch.setattr(runners, "WORKER", [sys.executable, "-c", slow_start])
+    with runners.in_worker(lambda chunks: ("ok", True), Mode(limit_s=1)) as calls:
+        [outcome] = calls([Case("x", ([b""],))])
+    assert isinstance(outcome, Returned) and outcome.value == ["ok", True], outcome
+
+
+def test_a_worker_that_never_says_ready_leaves_the_check_to_this_process(monkeypatch):
+    monkeypatch.setattr(runners, "WORKER", [sys.executable, "-c", "import sys; sys.stdin.read()"])
+    monkeypatch.setattr(runners, "WORKER_START_S", 1.0)
+    result = check("read_stream", solved("read_stream"), show=False, runner=runners.in_worker)
+    assert result.passed, result.feedback

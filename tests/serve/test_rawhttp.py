@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pacing import assert_paced
+from pacing import assert_paced, paced_in_one_of
 
 from lessonkit import server
 from lessonkit.core import framing, llm, sse
@@ -59,14 +59,17 @@ def test_raw_http_get_reads_a_heartbeat_comment(server_url):
 
 def test_streaming_first_token_comes_well_before_the_blocking_reply(server_url):
     target = rawhttp.target_from_env(server_url, env={})
-    streamed = rawhttp.time_request(target, stream=True)
+    streamed = paced_in_one_of(
+        lambda: rawhttp.time_request(target, stream=True),
+        lambda timed: assert_paced(timed.token_ms, 50, "the streamed reply"),
+    )
     blocking = rawhttp.time_request(target, stream=False)
     assert streamed.text == blocking.text == llm.RUNNING_ANSWER
     assert streamed.n_pieces == 6 and blocking.n_pieces == 1
     # prefill 200 + 50 per token: the streamed tokens come one by one from ~250 ms on, the
     # blocking reply in one piece once the last is generated (~500 ms). Shapes and lower
-    # bounds only: a busy machine can make a reply late, never early.
-    assert_paced(streamed.token_ms, 50, "the streamed reply")
+    # bounds only: a busy machine can make a reply late, never early (and a stall longer
+    # than the answer squeezes it, so the stream gets three tries to show its pace).
     assert blocking.measured.total_ms >= 200 + 5 * 50
 
 
