@@ -72,7 +72,13 @@ class Channel:
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
-        """Put each line the other side writes on the queue; None at the end of the pipe."""
+        """Put each line the other side writes on the queue; None at the end of the pipe.
+
+        This thread alone closes the read end, once the pipe has ended: closed from
+        another thread while this one waits in ``os.read``, its number could be given
+        to the next channel's pipe, and this thread would read (and lose) that
+        channel's first reply.
+        """
         buffer = b""
         try:
             while True:
@@ -88,6 +94,8 @@ class Channel:
                     break
         except OSError:
             pass
+        finally:
+            os.close(self._read_fd)
         self._lines.put(None)
 
     def send(self, message: dict) -> None:
@@ -176,18 +184,20 @@ class Channel:
         return message.get("value")
 
     def close(self) -> None:
-        """Stop the child and free the pipes (safe to call twice)."""
+        """Stop the child and close the pipe to it (safe to call twice).
+
+        The pipe from it ends when the child does; its reading thread closes it then.
+        """
         if not self.alive:
             return
         self.alive = False
         try:
             self._stop()
         finally:
-            for fd in (self._read_fd, self.write_fd):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+            try:
+                os.close(self.write_fd)
+            except OSError:
+                pass
 
     def quit(self) -> None:
         """Ask the child to end, then stop it."""
