@@ -9,6 +9,13 @@ The model:
     stream_writes(answer, dialect)  every write the server makes, as (at_ms, bytes)
     blocking_body(answer, dialect)  the one JSON body of a non-streaming reply, and when
 
+Each option of a stream is one concern, in one small frozen object:
+
+    Timing(prefill_ms, per_token_ms, jitter_ms, seed)   when the model makes each token
+    Envelope(model, created, response_id)               what names the response in its events
+    OpenAIOptions(include_usage)                        the "openai" dialect's stream_options
+    EventSourceOptions(resume_after_id, retry_ms)       the "eventsource" dialect's reconnects
+
 Timing of the writes (virtual milliseconds after the request arrived):
 
 - The server sends its response headers at 0 ms and, in the dialects that
@@ -50,6 +57,11 @@ __all__ = [
     "RUNNING_ANSWER",
     "RUNNING_PROMPT",
     "Answer",
+    "DialectOptions",
+    "Envelope",
+    "EventSourceOptions",
+    "OpenAIOptions",
+    "Timing",
     "answer_for",
     "blocking_body",
     "long_answer",
@@ -274,6 +286,100 @@ def token_times_ms(
     return times
 
 
+@dataclass(frozen=True)
+class Timing:
+    """When the simulated model makes its tokens: a prefill, then one token per step.
+
+    `token_times_ms(n)` gives the times; jitter_ms makes each token late by a
+    seeded random 0..jitter_ms (the same `seed`, the same times).
+    """
+
+    prefill_ms: float = 300
+    per_token_ms: float = 40
+    jitter_ms: float = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("prefill_ms", "per_token_ms", "jitter_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"{name} must be a number of ms, 0 or more, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"seed must be a whole number, got {self.seed!r}")
+
+    def token_times_ms(self, n_tokens: int) -> list[float]:
+        """Return when each of `n_tokens` tokens is generated (see the function token_times_ms)."""
+        return token_times_ms(
+            n_tokens,
+            prefill_ms=self.prefill_ms,
+            per_token_ms=self.per_token_ms,
+            jitter_ms=self.jitter_ms,
+            seed=self.seed,
+        )
+
+    def done_ms(self, n_tokens: int) -> float:
+        """Return when the whole answer of `n_tokens` tokens exists (prefill_ms if none)."""
+        times = self.token_times_ms(n_tokens)
+        return times[-1] if times else float(self.prefill_ms)
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What names one response in its events: the model, when it was created, its id.
+
+    With response_id None the id is made from the answer's text ("chatcmpl-sim..."
+    or "msg_sim..."), so the same answer always gets the same id.
+    """
+
+    model: str = "lessonkit-sim"
+    created: int = 1_700_000_000
+    response_id: str | None = None
+
+    def id_for(self, answer: Answer, dialect: str) -> str:
+        """Return the response id the events carry."""
+        if self.response_id is not None:
+            return self.response_id
+        digest = f"{zlib.crc32(answer.text.encode('utf-8')):08x}"
+        return f"msg_sim{digest}" if dialect == "anthropic" else f"chatcmpl-sim{digest}"
+
+
+@dataclass(frozen=True)
+class OpenAIOptions:
+    """The "openai" dialect's option: stream_options.include_usage adds the usage chunk."""
+
+    include_usage: bool = False
+
+
+@dataclass(frozen=True)
+class EventSourceOptions:
+    """The "eventsource" dialect's options: where a reconnect resumes, and the retry: it sets.
+
+    resume_after_id is the Last-Event-ID (a token index, int or digits): the
+    stream then starts with the token after it. retry_ms None sends no retry: field.
+    """
+
+    resume_after_id: int | str | None = None
+    retry_ms: int | None = 3000
+
+    def __post_init__(self) -> None:
+        _resume_index(self.resume_after_id)  # refuse a bad id now, with its own message
+        retry_ms = self.retry_ms
+        if retry_ms is not None and (
+            isinstance(retry_ms, bool) or not isinstance(retry_ms, int) or retry_ms < 0
+        ):
+            raise ValueError(f"retry_ms must be a whole number of ms or None, got {retry_ms!r}")
+
+    def first_index(self, n_tokens: int) -> int:
+        """Return the index of the first token to send (Last-Event-ID k: token k + 1)."""
+        return min(_resume_index(self.resume_after_id), n_tokens)
+
+
+DialectOptions = OpenAIOptions | EventSourceOptions
+
+# Which dialect each options class belongs to; the others take none.
+_OPTIONS_FOR = {"openai": OpenAIOptions, "eventsource": EventSourceOptions}
+
+
 # ---------------------------------------------------------------------------
 # The wire: what the server writes, and when.
 
@@ -287,9 +393,18 @@ def _check_dialect(dialect: str) -> None:
         raise ValueError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
 
 
-def _default_id(answer: Answer, dialect: str) -> str:
-    digest = f"{zlib.crc32(answer.text.encode('utf-8')):08x}"
-    return f"msg_sim{digest}" if dialect == "anthropic" else f"chatcmpl-sim{digest}"
+def _dialect_options(dialect: str, options: DialectOptions | None) -> DialectOptions | None:
+    """Return the options for `dialect` (its defaults if None); refuse another dialect's."""
+    wanted = _OPTIONS_FOR.get(dialect)
+    if options is None:
+        return wanted() if wanted is not None else None
+    if type(options) is not wanted:
+        owner = next(d for d, cls in _OPTIONS_FOR.items() if isinstance(options, cls))
+        raise ValueError(
+            f"{type(options).__name__} only applies to the {owner!r} dialect; "
+            f"got dialect {dialect!r}"
+        )
+    return options
 
 
 def _resume_index(resume_after_id: int | str | None) -> int:
@@ -336,11 +451,9 @@ class _Plan:
 
     answer: Answer
     first_index: int
-    include_usage: bool
-    model: str
-    created: int
+    envelope: Envelope
     rid: str
-    retry_ms: int | None
+    options: DialectOptions | None
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -350,15 +463,12 @@ class _Plan:
 Writes = tuple[list[bytes], list[bytes], list[bytes]]
 
 
-def _lesson_writes(plan: _Plan, *, with_ids: bool = False) -> Writes:
+def _lesson_writes(plan: _Plan, *, with_ids: bool = False, retry_ms: int | None = None) -> Writes:
     """The lesson dialect: {"delta": t} per token, [DONE]; "eventsource" adds ids and retry."""
     opening, per_token, closing = [], [], []
-    if with_ids and plan.retry_ms is not None:
+    if retry_ms is not None:
         # A block with only a retry: field sets the reconnection delay and
         # dispatches nothing (an empty data: line would dispatch "").
-        retry_ms = plan.retry_ms
-        if isinstance(retry_ms, bool) or not isinstance(retry_ms, int) or retry_ms < 0:
-            raise ValueError(f"retry_ms must be a whole number of ms or None, got {retry_ms!r}")
         opening.append(f"retry: {retry_ms}\n\n".encode())
     tokens = plan.tokens
     for offset, token in enumerate(tokens):
@@ -383,22 +493,26 @@ def _lesson_writes(plan: _Plan, *, with_ids: bool = False) -> Writes:
 
 def _eventsource_writes(plan: _Plan) -> Writes:
     """The browser flavour of GET /v1/stream: the lesson's events with ids, retry, event: done."""
-    return _lesson_writes(plan, with_ids=True)
+    assert isinstance(plan.options, EventSourceOptions)
+    return _lesson_writes(plan, with_ids=True, retry_ms=plan.options.retry_ms)
 
 
 def _openai_writes(plan: _Plan) -> Writes:
     """chat.completion.chunk objects: a role chunk, one per token, the finish, usage, [DONE]."""
-    common = {"rid": plan.rid, "created": plan.created, "model": plan.model}
-    common["usage"] = plan.include_usage
+    assert isinstance(plan.options, OpenAIOptions)
+    include_usage = plan.options.include_usage
+    envelope = plan.envelope
+    common = {"rid": plan.rid, "created": envelope.created, "model": envelope.model}
+    common["usage"] = include_usage
     opening = [_openai_chunk({"role": "assistant", "content": ""}, None, **common)]
     per_token = [_openai_chunk({"content": token}, None, **common) for token in plan.tokens]
     closing = [_openai_chunk({}, plan.answer.finish_reason, **common)]
-    if plan.include_usage:
+    if include_usage:
         usage_chunk = {
             "id": plan.rid,
             "object": "chat.completion.chunk",
-            "created": plan.created,
-            "model": plan.model,
+            "created": envelope.created,
+            "model": envelope.model,
             "choices": [],
             "usage": plan.answer.usage(),
         }
@@ -414,7 +528,7 @@ def _anthropic_writes(plan: _Plan) -> Writes:
         "id": plan.rid,
         "type": "message",
         "role": "assistant",
-        "model": plan.model,
+        "model": plan.envelope.model,
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
@@ -459,17 +573,10 @@ def stream_writes(
     answer: Answer,
     dialect: str,
     *,
-    prefill_ms: float = 300,
-    per_token_ms: float = 40,
-    jitter_ms: float = 0,
-    seed: int = 0,
+    timing: Timing = Timing(),
+    envelope: Envelope = Envelope(),
+    options: DialectOptions | None = None,
     heartbeat_ms: float | None = None,
-    include_usage: bool = False,
-    model: str = "lessonkit-sim",
-    created: int = 1_700_000_000,
-    response_id: str | None = None,
-    resume_after_id: int | str | None = None,
-    retry_ms: int | None = 3000,
 ) -> Iterator[tuple[float, bytes]]:
     """Yield every write of a streamed answer as (at_ms, bytes), in order; never sleeps.
 
@@ -478,35 +585,30 @@ def stream_writes(
     (named events message_start ... message_stop) and "eventsource" (the
     lesson's events with `id: <token index>`, a leading `retry:` and a final
     `event: done`). In "lesson" and "eventsource" the last token's event also
-    carries "finish_reason". `include_usage` is OpenAI's
-    stream_options.include_usage (Anthropic always reports usage).
+    carries "finish_reason". Anthropic always reports usage.
 
-    `resume_after_id` (eventsource only, the Last-Event-ID) skips tokens
-    0..resume_after_id: the server reads the prompt plus the text already sent
-    (a new prefill) and generates the rest, so the reconnect has no gap and no
-    duplicate. See the module docstring for when each write happens.
+    `timing` says when each token is made, `envelope` what names the response,
+    `options` is the dialect's own: OpenAIOptions(include_usage=...) for
+    "openai", EventSourceOptions(resume_after_id=..., retry_ms=...) for
+    "eventsource". A resume skips tokens 0..resume_after_id: the server reads
+    the prompt plus the text already sent (a new prefill) and generates the
+    rest, so the reconnect has no gap and no duplicate. `heartbeat_ms` adds
+    `: ping` comments in any dialect. See the module docstring for when each
+    write happens.
     """
     _check_dialect(dialect)
+    options = _dialect_options(dialect, options)
     if heartbeat_ms is not None and heartbeat_ms <= 0:
         raise ValueError(
             f"heartbeat_ms must be a positive number of ms or None, got {heartbeat_ms!r}"
         )
     first_index = 0
-    if resume_after_id is not None:
-        if dialect != "eventsource":
-            raise ValueError(
-                "resume_after_id only applies to the 'eventsource' dialect "
-                f"(its events carry ids); got dialect {dialect!r}"
-            )
-        first_index = min(_resume_index(resume_after_id), len(answer.tokens))
-    n_sent = len(answer.tokens) - first_index
-    times = token_times_ms(
-        n_sent, prefill_ms=prefill_ms, per_token_ms=per_token_ms, jitter_ms=jitter_ms, seed=seed
-    )
-    rid = response_id if response_id is not None else _default_id(answer, dialect)
-    plan = _Plan(answer, first_index, include_usage, model, created, rid, retry_ms)
+    if isinstance(options, EventSourceOptions):
+        first_index = options.first_index(len(answer.tokens))
+    times = timing.token_times_ms(len(answer.tokens) - first_index)
+    plan = _Plan(answer, first_index, envelope, envelope.id_for(answer, dialect), options)
     opening, per_token, closing = _WRITERS[dialect](plan)
-    end_ms = times[-1] if times else float(prefill_ms)
+    end_ms = times[-1] if times else float(timing.prefill_ms)
     schedule = [(0.0, data) for data in opening]
     schedule += list(zip(times, per_token, strict=True))
     schedule += [(end_ms, data) for data in closing]
@@ -517,31 +619,48 @@ def stream_writes(
         yield from network.with_heartbeats(schedule, heartbeat_ms=heartbeat_ms, ping=sse.comment())
 
 
-def wire_bytes(answer: Answer, dialect: str, **options: object) -> bytes:
-    """Return all bytes of a streamed answer joined, as a recording of the wire."""
-    return b"".join(data for _, data in stream_writes(answer, dialect, **options))  # type: ignore[arg-type]
+def wire_bytes(
+    answer: Answer,
+    dialect: str,
+    *,
+    timing: Timing = Timing(),
+    envelope: Envelope = Envelope(),
+    options: DialectOptions | None = None,
+    heartbeat_ms: float | None = None,
+) -> bytes:
+    """Return all bytes of a streamed answer joined, as a recording of the wire.
+
+    The options are stream_writes' own.
+    """
+    writes = stream_writes(
+        answer,
+        dialect,
+        timing=timing,
+        envelope=envelope,
+        options=options,
+        heartbeat_ms=heartbeat_ms,
+    )
+    return b"".join(data for _, data in writes)
 
 
 def blocking_body(
     answer: Answer,
     dialect: str,
     *,
-    prefill_ms: float = 300,
-    per_token_ms: float = 40,
-    model: str = "lessonkit-sim",
-    created: int = 1_700_000_000,
-    response_id: str | None = None,
+    timing: Timing = Timing(),
+    envelope: Envelope = Envelope(),
 ) -> tuple[float, bytes]:
     """Return (at_ms when the whole answer exists, the JSON body of a non-streaming reply).
 
     "openai": a chat.completion object; "anthropic": a message object;
     "lesson": {"text", "finish_reason", "usage"}. Nothing can be sent before
-    the last token is generated: at_ms = prefill_ms + n_tokens * per_token_ms.
+    the last token is generated: at_ms = prefill_ms + n_tokens * per_token_ms
+    (later with jitter: the last token's time).
     """
     _check_dialect(dialect)
-    times = token_times_ms(len(answer.tokens), prefill_ms=prefill_ms, per_token_ms=per_token_ms)
-    at_ms = times[-1] if times else float(prefill_ms)
-    rid = response_id if response_id is not None else _default_id(answer, dialect)
+    at_ms = timing.done_ms(len(answer.tokens))
+    rid = envelope.id_for(answer, dialect)
+    created, model = envelope.created, envelope.model
     if dialect == "openai":
         body: dict = {
             "id": rid,

@@ -41,6 +41,7 @@ stops). This module never runs learner code under a time limit itself:
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -565,24 +566,24 @@ def _failure(
     rule: Rule,
     case: Case,
     outcome: Outcome,
-    problem: tuple[str, str, str],
+    problem: _Problem,
     checked: int,
     more: Sequence[tuple[Case, Outcome]],
 ) -> Finding:
     """Return the Finding of a failing case: its input, expected, got and the hint it calls for."""
     exercise = context.exercise
-    expected, got, kind = problem
+    expected, got, kind = problem.expected, problem.got, problem.kind
     shown_input = _shorten(exercise.show_input(case))
     if case.note:
         shown_input += f"\n            ({case.note})"
-    diagnosed = _diagnosed(exercise, case, outcome, more) if kind == "value" else None
-    if kind == "loop":
+    diagnosed = _diagnosed(exercise, case, outcome, more) if kind is Wrong.VALUE else None
+    if kind is Wrong.LOOP:
         hint = LOOP_HINT
-    elif kind == "budget":
+    elif kind is Wrong.BUDGET:
         hint = "Your function is slow: does it copy the whole buffer again for every chunk?"
-    elif kind == "shape":
+    elif kind is Wrong.SHAPE:
         hint = exercise.shape_hint or rule.hint
-    elif kind == "ended":
+    elif kind is Wrong.ENDED:
         hint = "Remove sys.exit(), exit() or os._exit() from your function: return instead."
     else:
         hint = exercise.hints.get(diagnosed, rule.hint) if diagnosed else rule.hint
@@ -596,7 +597,7 @@ def _failure(
         got=_shorten(got),
         hint=hint,
         max_points=rule.points,
-        cause=diagnosed or ("loop" if kind == "loop" else rule.cause),
+        cause=diagnosed or ("loop" if kind is Wrong.LOOP else rule.cause),
         diagnosed=diagnosed is not None,
         size=case.size,
         about=rule.cause,
@@ -612,31 +613,46 @@ def _diagnosed(
         return None
 
 
-def _problem(context: Evaluation, case: Case, outcome: Outcome) -> tuple[str, str, str] | None:
-    """Return (expected, got, kind of problem) shown for a failing case, or None if it passes.
+class Wrong(enum.Enum):
+    """What was wrong with a failing case's outcome (it picks the hint)."""
 
-    The kind is "loop" (no answer in time), "ended", "shape" (a wrong type) or
-    "value" (a wrong value or an exception: the diagnosis reads those).
-    """
+    VALUE = "a wrong value or an exception (the diagnosis reads those)"
+    SHAPE = "a value of the wrong type or shape"
+    LOOP = "no answer in time"
+    BUDGET = "over the step budget (the browser kernel's limit)"
+    ENDED = "the function ended the process running it"
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """What a failing case shows: the expected and the got text, and what was wrong."""
+
+    expected: str
+    got: str
+    kind: Wrong
+
+
+def _problem(context: Evaluation, case: Case, outcome: Outcome) -> _Problem | None:
+    """Return what a failing case shows, or None if it passes."""
     exercise = context.exercise
     expected = exercise.show_value(context.plan.expected(case))
     if isinstance(outcome, TimedOut) and outcome.budget:
-        return expected, outcome.budget, "budget"
+        return _Problem(expected, outcome.budget, Wrong.BUDGET)
     if isinstance(outcome, TimedOut):
         limit = f"{context.mode.limit_s:g} s"
-        return expected, f"no answer within {limit} (an endless loop?)", "loop"
+        return _Problem(expected, f"no answer within {limit} (an endless loop?)", Wrong.LOOP)
     if isinstance(outcome, Ended):
-        return expected, outcome.reason, "ended"
+        return _Problem(expected, outcome.reason, Wrong.ENDED)
     if isinstance(outcome, Raised):
         where = f"\n            at: {outcome.where}" if outcome.where else ""
-        return expected, f"raised {outcome.error}{where}", "value"
+        return _Problem(expected, f"raised {outcome.error}{where}", Wrong.VALUE)
     got = exercise.got_of(outcome)
     shape = exercise.shape(got)
     if shape is not None:
-        return expected, shape, "shape"
+        return _Problem(expected, shape, Wrong.SHAPE)
     if exercise.same(case, context.plan.expected(case), got):
         return None
-    return expected, exercise.show_value(got), "value"
+    return _Problem(expected, exercise.show_value(got), Wrong.VALUE)
 
 
 def _shorten(text: str) -> str:

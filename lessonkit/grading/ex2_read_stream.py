@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from lessonkit.core import client, llm, network
 from lessonkit.core.practice import PRACTICE_TOKENS, practice_wire
@@ -62,8 +61,8 @@ def reference(chunks: Iterable[bytes]) -> tuple[str, bool]:
     return reply.text, reply.complete
 
 
-def _lesson_wire(tokens: Sequence[str], **options: Any) -> bytes:
-    return llm.wire_bytes(llm.Answer(tuple(tokens), "stop"), "lesson", **options)
+def _lesson_wire(tokens: Sequence[str], heartbeat_ms: float | None = None) -> bytes:
+    return llm.wire_bytes(llm.Answer(tuple(tokens), "stop"), "lesson", heartbeat_ms=heartbeat_ms)
 
 
 def _with_lookalikes(rng: random.Random, tokens: Sequence[str]) -> list[str]:

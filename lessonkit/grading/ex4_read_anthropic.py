@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from lessonkit.core import client, llm, network, sse
 from lessonkit.grading.engine import Case, Exercise, Rule
@@ -70,8 +69,8 @@ def reference(chunks: Iterable[bytes]) -> tuple[str, bool, str | None]:
     return reply.text, reply.complete, reply.finish_reason
 
 
-def _anthropic_wire(answer: llm.Answer, **options: Any) -> bytes:
-    return llm.wire_bytes(answer, "anthropic", **options)
+def _anthropic_wire(answer: llm.Answer, heartbeat_ms: float | None = None) -> bytes:
+    return llm.wire_bytes(answer, "anthropic", heartbeat_ms=heartbeat_ms)
 
 
 def error_wire(tokens: Sequence[str], kind: str = "overloaded_error") -> bytes:

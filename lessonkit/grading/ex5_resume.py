@@ -98,10 +98,9 @@ class FetchScript(Served):
         return llm.wire_bytes(
             answer,
             "eventsource",
-            resume_after_id=resume_after,
+            timing=llm.Timing(prefill_ms=300, per_token_ms=40),
+            options=llm.EventSourceOptions(resume_after_id=resume_after),
             heartbeat_ms=self.heartbeat_ms,
-            prefill_ms=300,
-            per_token_ms=40,
         )
 
     def respond(self, attempt: int, last_event_id: str | None) -> list[bytes]:

@@ -224,9 +224,9 @@ class _Learner:
         errors = list(self.errors)
         for report in self.host.reports:
             flags.update(report.flags)
-            if report.status.startswith("sandbox failed"):
+            if report.ending is sandbox.Ending.SANDBOX_FAILED:
                 errors.append(report.status)
-            elif report.status not in ("ok", "killed by the grader"):
+            elif report.ending not in (sandbox.Ending.OK, sandbox.Ending.KILLED_BY_GRADER):
                 notes.append(f"the learner's sandbox ended: {report.status}")
             if report.leftover_pids:
                 errors.append(f"processes left after the sandbox ended: {report.leftover_pids}")

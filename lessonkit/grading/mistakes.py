@@ -16,47 +16,51 @@ Pure: no clocks, sockets or widgets.
 from __future__ import annotations
 
 import codecs
+import enum
+import functools
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 __all__ = ["ANTHROPIC_MISTAKES", "LESSON_MISTAKES", "Slip"]
 
 
-@dataclass(frozen=True)
-class Slip:
-    """The mistakes a reader makes, each off by default; ``loose`` names what it searches for."""
+class Slip(enum.Enum):
+    """The one mistake a reader makes (each reader below makes exactly one)."""
 
-    per_chunk: bool = False  # each chunk decoded on its own
-    use_if: bool = False  # one event per chunk
-    chunk_is_event: bool = False  # each chunk taken for a whole event
-    at_line_end: bool = False  # an event ends at the end of a line, not at a blank line
-    loads_done: bool = False  # json.loads on the end marker too
-    replace: bool = False  # text = delta
-    no_comments: bool = False  # comments parsed as events
-    always_complete: bool = False  # complete whatever arrived
-    done_at_delta: bool = False  # (Anthropic) complete at message_delta
-    any_delta: bool = False  # (Anthropic) thinking and tool JSON taken for text
-    loose: str = ""  # a comment, the end marker or a field found by searching the text
+    PER_CHUNK = "each chunk decoded on its own"
+    USE_IF = "one event per chunk: if instead of while"
+    CHUNK_IS_EVENT = "each chunk taken for a whole event"
+    AT_LINE_END = "an event ends at the end of a line, not at a blank line"
+    LOADS_DONE = "json.loads on the end marker too"
+    REPLACE = "text = delta instead of text += delta"
+    NO_COMMENTS = "comments parsed as events"
+    ALWAYS_COMPLETE = "complete whatever arrived"
+    DONE_AT_DELTA = "(Anthropic) complete at message_delta"
+    ANY_DELTA = "(Anthropic) thinking and tool JSON taken for text"
+    FIND_PING = "a comment or ping found by searching the text for 'ping'"
+    FIND_DONE = "the end marker found by searching the text for '[DONE]'"
+    FIND_DATA = "the data found by searching the text for 'data: '"
+    FIND_STOP = "(Anthropic) the end found by searching the text for 'message_stop'"
 
 
 def _events(chunks: Iterable[bytes], slip: Slip) -> Iterator[str]:
     """Yield the events a reader sees: split at blank lines, or (mistakes) otherwise."""
     decoder = codecs.getincrementaldecoder("utf-8")()
-    end = "\n" if slip.at_line_end else "\n\n"
+    at_line_end = slip is Slip.AT_LINE_END
+    end = "\n" if at_line_end else "\n\n"
     buffer = ""
     for chunk in chunks:
-        if slip.chunk_is_event:
+        if slip is Slip.CHUNK_IS_EVENT:
             text = chunk.decode("utf-8").strip("\n")
             if text:
                 yield text
             continue
-        buffer += chunk.decode("utf-8") if slip.per_chunk else decoder.decode(chunk)
+        buffer += chunk.decode("utf-8") if slip is Slip.PER_CHUNK else decoder.decode(chunk)
         while end in buffer:
             event, buffer = buffer.split(end, 1)
-            if event or not slip.at_line_end:  # a line reader skips the blank lines
+            if event or not at_line_end:  # a line reader skips the blank lines
                 yield event
-            if slip.use_if:
+            if slip is Slip.USE_IF:
                 break
 
 
@@ -64,22 +68,22 @@ def _lesson(chunks: Iterable[bytes], slip: Slip) -> tuple[str, bool]:
     """Return (text, complete) of a lesson-dialect stream, read with the slip's mistakes."""
     text, complete = "", False
     for event in _events(chunks, slip):
-        if slip.loose == "ping" and "ping" in event:
+        if slip is Slip.FIND_PING and "ping" in event:
             continue
-        if event.startswith(":") and not slip.no_comments:
+        if event.startswith(":") and slip is not Slip.NO_COMMENTS:
             continue
-        if slip.loose == "data":
+        if slip is Slip.FIND_DATA:
             data = event.split("data: ")[-1]
         else:
             data = event.removeprefix("data: ")
-        if (slip.loose == "done" and "[DONE]" in data) or (
-            data == "[DONE]" and not slip.loads_done
+        if (slip is Slip.FIND_DONE and "[DONE]" in data) or (
+            data == "[DONE]" and slip is not Slip.LOADS_DONE
         ):
             complete = True
             continue
         delta = json.loads(data)["delta"]
-        text = delta if slip.replace else text + delta
-    return text, complete or slip.always_complete
+        text = delta if slip is Slip.REPLACE else text + delta
+    return text, complete or slip is Slip.ALWAYS_COMPLETE
 
 
 def _fields(block: str) -> tuple[str, str]:
@@ -101,9 +105,9 @@ def _anthropic(chunks: Iterable[bytes], slip: Slip) -> tuple[str, bool, str | No
     """Return (text, complete, stop_reason) of an Anthropic stream, read with the slip's mistakes."""
     text, complete, stop = "", False, None
     for block in _events(chunks, slip):
-        if slip.loose == "ping" and "ping" in block:
+        if slip is Slip.FIND_PING and "ping" in block:
             continue
-        if slip.loose == "stop" and "message_stop" in block:
+        if slip is Slip.FIND_STOP and "message_stop" in block:
             complete = True
             continue
         kind, data = _fields(block)
@@ -111,45 +115,45 @@ def _anthropic(chunks: Iterable[bytes], slip: Slip) -> tuple[str, bool, str | No
             continue
         if kind == "content_block_delta":
             delta = json.loads(data)["delta"]
-            if slip.any_delta or delta.get("type") == "text_delta":
+            if slip is Slip.ANY_DELTA or delta.get("type") == "text_delta":
                 piece = (
                     delta.get("text") or delta.get("partial_json") or delta.get("thinking") or ""
                 )
-                text = piece if slip.replace else text + piece
+                text = piece if slip is Slip.REPLACE else text + piece
         elif kind == "message_delta":
             stop = json.loads(data)["delta"].get("stop_reason")
-            complete = complete or slip.done_at_delta
+            complete = complete or slip is Slip.DONE_AT_DELTA
         elif kind == "message_stop":
             complete = True
     return text, complete, stop
 
 
-def _with(reader: Callable[[Iterable[bytes], Slip], object], **slip: object) -> Callable:
-    mistake = Slip(**slip)  # type: ignore[arg-type]
-    return lambda chunks: reader(chunks, mistake)
+def _making(reader: Callable[[Iterable[bytes], Slip], object], slip: Slip) -> Callable:
+    """Return `reader` as a function of the chunks alone, making `slip`."""
+    return functools.partial(reader, slip=slip)
 
 
 LESSON_MISTAKES: dict[str, Callable[[list[bytes]], object]] = {
-    "decode": _with(_lesson, per_chunk=True),
-    "while": _with(_lesson, use_if=True),
-    "chunk_not_event": _with(_lesson, chunk_is_event=True),
-    "early": _with(_lesson, at_line_end=True),
-    "done_json": _with(_lesson, loads_done=True),
-    "append": _with(_lesson, replace=True),
-    "comment": _with(_lesson, no_comments=True),
-    "complete": _with(_lesson, always_complete=True),
-    "loose": _with(_lesson, loose="ping"),
-    "loose-done": _with(_lesson, loose="done"),
-    "loose-data": _with(_lesson, loose="data"),
+    "decode": _making(_lesson, Slip.PER_CHUNK),
+    "while": _making(_lesson, Slip.USE_IF),
+    "chunk_not_event": _making(_lesson, Slip.CHUNK_IS_EVENT),
+    "early": _making(_lesson, Slip.AT_LINE_END),
+    "done_json": _making(_lesson, Slip.LOADS_DONE),
+    "append": _making(_lesson, Slip.REPLACE),
+    "comment": _making(_lesson, Slip.NO_COMMENTS),
+    "complete": _making(_lesson, Slip.ALWAYS_COMPLETE),
+    "loose": _making(_lesson, Slip.FIND_PING),
+    "loose-done": _making(_lesson, Slip.FIND_DONE),
+    "loose-data": _making(_lesson, Slip.FIND_DATA),
 }
 
 ANTHROPIC_MISTAKES: dict[str, Callable[[list[bytes]], object]] = {
-    "decode": _with(_anthropic, per_chunk=True),
-    "while": _with(_anthropic, use_if=True),
-    "chunk_not_event": _with(_anthropic, chunk_is_event=True),
-    "append": _with(_anthropic, replace=True),
-    "complete": _with(_anthropic, done_at_delta=True),
-    "blocks": _with(_anthropic, any_delta=True),
-    "loose": _with(_anthropic, loose="ping"),
-    "loose-stop": _with(_anthropic, loose="stop"),
+    "decode": _making(_anthropic, Slip.PER_CHUNK),
+    "while": _making(_anthropic, Slip.USE_IF),
+    "chunk_not_event": _making(_anthropic, Slip.CHUNK_IS_EVENT),
+    "append": _making(_anthropic, Slip.REPLACE),
+    "complete": _making(_anthropic, Slip.DONE_AT_DELTA),
+    "blocks": _making(_anthropic, Slip.ANY_DELTA),
+    "loose": _making(_anthropic, Slip.FIND_PING),
+    "loose-stop": _making(_anthropic, Slip.FIND_STOP),
 }

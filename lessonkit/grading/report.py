@@ -87,8 +87,12 @@ class Row:
 
     @property
     def honest(self) -> bool:
-        """Return False for a flagged or limited row (its grade waits for the instructor)."""
-        return not self.status.startswith(("flagged", "limit")) and "; limit:" not in self.status
+        """Return False for a flagged or limited row (its grade waits for the instructor).
+
+        Every flag, what the code tried or a limit it hit, makes the status "flagged: ..."
+        or "limit: ..." (grade.FLAG_WORDS); an error alone does not.
+        """
+        return not self.flags
 
     @property
     def gradebook(self) -> str:

@@ -179,12 +179,11 @@ class LearnerHost:
 
     def ended_text(self) -> str:
         """Return how the last sandbox's process ended, in words."""
-        status = self.reports[-1].status if self.reports else ""
-        if status.startswith("exit") or status == "ok":
-            code = self.reports[-1].exit_code
-            return f"the notebook's code ended the Python process (exit status {code})"
-        if status.startswith("killed: "):
-            return f"the notebook's code ended the Python process ({status})"
+        last = self.reports[-1] if self.reports else None
+        if last is not None and last.ending in (sandbox.Ending.OK, sandbox.Ending.EXIT):
+            return f"the notebook's code ended the Python process (exit status {last.exit_code})"
+        if last is not None and last.ending is sandbox.Ending.KILLED:
+            return f"the notebook's code ended the Python process ({last.status})"
         return "the notebook's code ended the Python process"
 
 

@@ -44,6 +44,7 @@ once (``detect()``) and passes the support to every ``Sandbox``.
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import shutil
@@ -356,11 +357,22 @@ def signal_status(signum: int) -> tuple[str, str | None]:
         return f"killed: signal {signum}", None
 
 
+class Ending(enum.Enum):
+    """How a sandboxed child ended; Report.status says it in words."""
+
+    OK = "exit status 0"
+    EXIT = "another exit status"
+    KILLED = "killed by a limit or a signal"
+    KILLED_BY_GRADER = "the grader ended it (the notebook was done)"
+    SANDBOX_FAILED = "the sandbox could not be set up"
+
+
 @dataclass(frozen=True)
 class Report:
     """How a sandboxed child ended and what it tried, for the grades CSV.
 
-    status: "ok" (exit 0), "exit N", "killed: cpu limit" (SIGXCPU), "killed:
+    ending: how it ended, as a type (Ending); status: the same in words:
+    "ok" (exit 0), "exit N", "killed: cpu limit" (SIGXCPU), "killed:
     file size limit" (SIGXFSZ), "killed: time limit" (the grader's wall
     clock), "killed by the grader", "killed: SIGKILL" (the CPU hard limit
     after an ignored SIGXCPU, the OOM killer, or itself), or "sandbox failed:
@@ -371,6 +383,7 @@ class Report:
     despite SIGKILL (none expected). pid_namespace: its inode, for tests.
     """
 
+    ending: Ending
     status: str
     flags: tuple[str, ...]
     exit_code: int | None
@@ -568,19 +581,23 @@ class Sandbox:
             signum = code - 128
         if self.support.available and "child-pid" not in status_doc and not self._killed_by_grader:
             last = stderr_tail.strip().splitlines()[-1:] or [f"exit {code}"]
-            status = f"sandbox failed: {last[0][:200]}"
+            ending, status = Ending.SANDBOX_FAILED, f"sandbox failed: {last[0][:200]}"
         elif self._timed_out:
-            status = "killed: time limit"
+            ending, status = Ending.KILLED, "killed: time limit"
             flags.add("time-limit")
         elif self._killed_by_grader:
-            status = "killed by the grader"
+            ending, status = Ending.KILLED_BY_GRADER, "killed by the grader"
         elif signum is not None:
+            ending = Ending.KILLED
             status, flag = signal_status(signum)
             if flag:
                 flags.add(flag)
+        elif code == 0:
+            ending, status = Ending.OK, "ok"
         else:
-            status = "ok" if code == 0 else f"exit {code}"
+            ending, status = Ending.EXIT, f"exit {code}"
         return Report(
+            ending=ending,
             status=status,
             flags=tuple(sorted(flags)),
             exit_code=code,

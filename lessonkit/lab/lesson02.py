@@ -95,10 +95,9 @@ def wire_rows(
     stream_options.include_usage, off by default as in the API (then no usage chunk
     and no "usage" field). The other dialects report usage by themselves or not at all.
     """
-    options: dict = {"prefill_ms": prefill_ms, "per_token_ms": per_token_ms}
-    if dialect == "openai":
-        options["include_usage"] = include_usage
-    writes = llm.stream_writes(llm.answer_for(prompt), dialect, **options)
+    timing = llm.Timing(prefill_ms=prefill_ms, per_token_ms=per_token_ms)
+    usage = llm.OpenAIOptions(include_usage=include_usage) if dialect == "openai" else None
+    writes = llm.stream_writes(llm.answer_for(prompt), dialect, timing=timing, options=usage)
     decoder = sse.SSEDecoder()
     rows, screen, done = [], "", False
     for i, (at_ms, raw) in enumerate(writes):

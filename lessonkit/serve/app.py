@@ -46,7 +46,7 @@ from lessonkit.serve.checks import (
     read_pace,
 )
 from lessonkit.serve.pacing import TimedResponse
-from lessonkit.serve.state import ServerState, token_times
+from lessonkit.serve.state import ServerState, timing_for
 from lessonkit.serve.websocket import websocket_stream
 
 # Why each streaming header is there:
@@ -130,23 +130,16 @@ def _stream(
     answer: llm.Answer,
     pace: Pace,
     dialect: str,
-    n_tokens: int | None = None,
-    **options: Any,
+    envelope: llm.Envelope,
+    options: llm.DialectOptions | None = None,
 ) -> TimedResponse:
-    """Return a streamed answer (`n_tokens`: how many it sends, if fewer than all)."""
-    writes = llm.stream_writes(
-        answer,
-        dialect,
-        prefill_ms=pace.prefill_ms,
-        per_token_ms=pace.per_token_ms,
-        jitter_ms=state.settings.jitter_ms,
-        seed=state.settings.seed,
-        model=state.settings.model,
-        **options,
-    )
-    if n_tokens is None:
-        n_tokens = len(answer.tokens)
-    times = token_times(n_tokens, pace, state.settings)
+    """Return a streamed answer (after a resume: the tokens not sent yet)."""
+    timing = timing_for(pace, state.settings)
+    writes = llm.stream_writes(answer, dialect, timing=timing, envelope=envelope, options=options)
+    first = 0
+    if isinstance(options, llm.EventSourceOptions):
+        first = options.first_index(len(answer.tokens))
+    times = timing.token_times_ms(len(answer.tokens) - first)
     return _timed(state, request, times, pace, writes, list(STREAM_HEADERS))
 
 
@@ -156,22 +149,17 @@ def _blocking(
     answer: llm.Answer,
     pace: Pace,
     dialect: str,
-    **options: Any,
+    envelope: llm.Envelope,
 ) -> TimedResponse:
-    at_ms, body = llm.blocking_body(
-        answer,
-        dialect,
-        prefill_ms=pace.prefill_ms,
-        per_token_ms=pace.per_token_ms,
-        model=state.settings.model,
-        **options,
-    )
+    """Return a non-streaming answer: one JSON body, due when the last token exists."""
+    timing = timing_for(pace, state.settings)
+    at_ms, body = llm.blocking_body(answer, dialect, timing=timing, envelope=envelope)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
     ]
     # A blocking answer is a stream with one write, due when the last token exists.
-    times = token_times(len(answer.tokens), pace, state.settings, jitter=False)
+    times = timing.token_times_ms(len(answer.tokens))
     return _timed(state, request, times, pace, [(at_ms, body)], headers)
 
 
@@ -186,13 +174,18 @@ async def chat_completions(request: Request) -> TimedResponse:
     prompt = last_user_text(messages, roles)
     stream = json_field(body, "stream", (bool,)) or False
     max_tokens = positive_int(body, "max_completion_tokens") or positive_int(body, "max_tokens")
-    options = json_field(body, "stream_options", (dict,)) or {}
-    include_usage = json_field(options, "include_usage", (bool,)) or False
+    stream_options = json_field(body, "stream_options", (dict,)) or {}
+    include_usage = json_field(stream_options, "include_usage", (bool,)) or False
     answer = llm.answer_for(prompt, max_tokens=max_tokens)
-    ids = {"created": int(time.time()), "response_id": state.next_id("chatcmpl-")}
+    envelope = llm.Envelope(
+        model=state.settings.model,
+        created=int(time.time()),
+        response_id=state.next_id("chatcmpl-"),
+    )
     if stream:
-        return _stream(state, request, answer, pace, "openai", include_usage=include_usage, **ids)
-    return _blocking(state, request, answer, pace, "openai", **ids)
+        usage = llm.OpenAIOptions(include_usage=include_usage)
+        return _stream(state, request, answer, pace, "openai", envelope, usage)
+    return _blocking(state, request, answer, pace, "openai", envelope)
 
 
 async def messages(request: Request) -> TimedResponse:
@@ -209,10 +202,10 @@ async def messages(request: Request) -> TimedResponse:
     prompt = last_user_text(messages_, ("user", "assistant"))
     stream = json_field(body, "stream", (bool,)) or False
     answer = llm.answer_for(prompt, max_tokens=max_tokens)
-    ids = {"response_id": state.next_id("msg_")}
+    envelope = llm.Envelope(model=state.settings.model, response_id=state.next_id("msg_"))
     if stream:
-        return _stream(state, request, answer, pace, "anthropic", **ids)
-    return _blocking(state, request, answer, pace, "anthropic", **ids)
+        return _stream(state, request, answer, pace, "anthropic", envelope)
+    return _blocking(state, request, answer, pace, "anthropic", envelope)
 
 
 async def event_stream(request: Request) -> TimedResponse | Response:
@@ -242,26 +235,17 @@ async def event_stream(request: Request) -> TimedResponse | Response:
             )
         resume_after_id = int(last_id)
     answer = llm.answer_for(prompt, max_tokens=max_tokens)
-    n_tokens = len(answer.tokens)
+    envelope = llm.Envelope(model=state.settings.model)
     if dialect == "lesson":
-        return _stream(state, request, answer, pace, dialect)
-    if resume_after_id is not None and resume_after_id >= n_tokens:
+        return _stream(state, request, answer, pace, dialect, envelope)
+    if resume_after_id is not None and resume_after_id >= len(answer.tokens):
         # The client already saw the final event (its id is the token count). Any answer
         # other than 200 with text/event-stream makes EventSource give up instead of
         # reconnecting (the spec's "fail the connection"); 204 No Content also says
         # plainly that nothing is left to send.
         return Response(status_code=204)
-    skipped = 0 if resume_after_id is None else resume_after_id + 1
-    return _stream(
-        state,
-        request,
-        answer,
-        pace,
-        dialect,
-        n_tokens=n_tokens - skipped,
-        resume_after_id=resume_after_id,
-        retry_ms=state.settings.retry_ms,
-    )
+    resume = llm.EventSourceOptions(resume_after_id, retry_ms=state.settings.retry_ms)
+    return _stream(state, request, answer, pace, dialect, envelope, resume)
 
 
 async def models(request: Request) -> JSONResponse:

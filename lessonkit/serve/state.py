@@ -70,12 +70,11 @@ def _percentiles(values_ms: Iterable[float]) -> dict[str, Any]:
     return {"count": len(ordered), "p50": at(0.5), "p95": at(0.95), "max": at(1.0)}
 
 
-def token_times(n_tokens: int, pace: Pace, settings: Settings, *, jitter: bool = True) -> list:
-    """Return when each of the `n_tokens` tokens this response sends is generated."""
-    return llm.token_times_ms(
-        n_tokens,
+def timing_for(pace: Pace, settings: Settings) -> llm.Timing:
+    """Return when the model makes each token of one response: its pace, the server's jitter."""
+    return llm.Timing(
         prefill_ms=pace.prefill_ms,
         per_token_ms=pace.per_token_ms,
-        jitter_ms=settings.jitter_ms if jitter else 0.0,
+        jitter_ms=settings.jitter_ms,
         seed=settings.seed,
     )

@@ -26,7 +26,7 @@ from lessonkit.serve.checks import (
     read_pace,
 )
 from lessonkit.serve.pacing import Pacer, Stats, TokenClock
-from lessonkit.serve.state import ServerState, token_times
+from lessonkit.serve.state import ServerState, timing_for
 
 
 async def websocket_stream(websocket: WebSocket) -> None:
@@ -74,7 +74,7 @@ def _ws_plan(
     answer: llm.Answer, pace: Pace, settings: Settings
 ) -> tuple[Iterator[tuple[float, dict]], TokenClock]:
     """Return the timed WebSocket messages of an answer (faults applied) and its token clock."""
-    times = token_times(len(answer.tokens), pace, settings)
+    times = timing_for(pace, settings).token_times_ms(len(answer.tokens))
     plan = [(t, {"delta": tok}) for t, tok in zip(times, answer.tokens, strict=True)]
     end_ms = times[-1] if times else pace.prefill_ms
     plan.append((end_ms, {"done": True, "finish_reason": answer.finish_reason}))

@@ -12,14 +12,15 @@ from strategies import build_wire, chunkings, finish_reasons, sim_answers, token
 
 from lessonkit.core.client import Reply, StreamReader, read_stream
 from lessonkit.core.dialects import DIALECTS
-from lessonkit.core.llm import RUNNING_ANSWER, RUNNING_PROMPT, answer_for, stream_writes, wire_bytes
+from lessonkit.core.llm import (
+    RUNNING_ANSWER,
+    RUNNING_PROMPT,
+    OpenAIOptions,
+    answer_for,
+    stream_writes,
+    wire_bytes,
+)
 from lessonkit.core.sse import comment, encode
-
-
-def sim_wire(answer, dialect: str, **options) -> bytes:
-    """Return the simulated server's bytes for ``answer`` (lessonkit.core.llm.stream_writes)."""
-    return b"".join(data for _, data in stream_writes(answer, dialect, **options))
-
 
 RUNNING = answer_for(RUNNING_PROMPT)
 
@@ -33,7 +34,9 @@ def test_read_stream_rebuilds_the_running_answer_in_every_dialect(dialect):
 
 
 def test_openai_finish_reason_and_usage_come_from_the_final_chunks():
-    reply = read_stream([wire_bytes(RUNNING, "openai", include_usage=True)], "openai")
+    reply = read_stream(
+        [wire_bytes(RUNNING, "openai", options=OpenAIOptions(include_usage=True))], "openai"
+    )
     assert reply.finish_reason == "stop"
     assert reply.usage == {"prompt_tokens": 6, "completion_tokens": 6, "total_tokens": 12}
 
@@ -64,7 +67,7 @@ def test_the_default_dialect_is_lesson():
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_heartbeat_comments_are_ignored(dialect):
-    wire = sim_wire(RUNNING, dialect, heartbeat_ms=15)
+    wire = wire_bytes(RUNNING, dialect, heartbeat_ms=15)
     assert b": ping" in wire
     assert read_stream([wire], dialect).text == RUNNING_ANSWER
 
@@ -115,7 +118,8 @@ def test_every_cut_rebuilds_exactly_the_answer(dialect, tokens, finish, heartbea
 @given(st.sampled_from(DIALECTS), sim_answers(), st.data())
 @settings(max_examples=100, deadline=None)
 def test_every_cut_of_the_simulated_server_rebuilds_exactly_the_answer(dialect, answer, data):
-    wire = sim_wire(answer, dialect, include_usage=dialect == "openai", heartbeat_ms=25)
+    usage = OpenAIOptions(include_usage=True) if dialect == "openai" else None
+    wire = wire_bytes(answer, dialect, options=usage, heartbeat_ms=25)
     chunks = data.draw(chunkings(wire, max_cuts=30))
     reply = read_stream(chunks, dialect)
     assert reply.text == answer.text
@@ -125,7 +129,7 @@ def test_every_cut_of_the_simulated_server_rebuilds_exactly_the_answer(dialect, 
 @given(sim_answers())
 @settings(max_examples=30, deadline=None)
 def test_one_byte_pieces_rebuild_the_answer(answer):
-    wire = sim_wire(answer, "openai")
+    wire = wire_bytes(answer, "openai")
     assert read_stream([wire[i : i + 1] for i in range(len(wire))], "openai").text == answer.text
 
 

@@ -25,6 +25,10 @@ from lessonkit.core.llm import (
     RUNNING_ANSWER,
     RUNNING_PROMPT,
     Answer,
+    Envelope,
+    EventSourceOptions,
+    OpenAIOptions,
+    Timing,
     answer_for,
     blocking_body,
     long_answer,
@@ -45,7 +49,13 @@ dialects = st.sampled_from(DIALECTS)
 
 
 def events_of(answer: Answer, dialect: str, **options):
+    """Return the events of the answer's wire; the options are wire_bytes' own."""
     return decode_all([wire_bytes(answer, dialect, **options)])
+
+
+def with_usage(dialect: str) -> OpenAIOptions | None:
+    """Return include_usage for "openai" (the dialect that has the option), else None."""
+    return OpenAIOptions(include_usage=True) if dialect == "openai" else None
 
 
 # --- tokenize -----------------------------------------------------------------------
@@ -205,7 +215,10 @@ def test_write_times_never_go_down_in_any_dialect(dialect, jitter_ms, seed, hear
     times = [
         at
         for at, _ in stream_writes(
-            RUNNING, dialect, jitter_ms=jitter_ms, seed=seed, heartbeat_ms=heartbeat_ms
+            RUNNING,
+            dialect,
+            timing=Timing(jitter_ms=jitter_ms, seed=seed),
+            heartbeat_ms=heartbeat_ms,
         )
     ]
     assert times == sorted(times)
@@ -231,7 +244,7 @@ def test_heartbeats_are_only_comments_and_dispatch_no_event(dialect):
 
 def test_an_answer_with_no_tokens_ends_right_after_prefill():
     empty = Answer((), "stop", 3)
-    writes = list(stream_writes(empty, "openai", prefill_ms=250))
+    writes = list(stream_writes(empty, "openai", timing=Timing(prefill_ms=250)))
     assert writes[-1] == (250.0, b"data: [DONE]\n\n")
 
 
@@ -241,7 +254,7 @@ def test_an_answer_with_no_tokens_ends_right_after_prefill():
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("answer", [RUNNING, CUT_SHORT, long_answer(120, seed=4)])
 def test_every_dialect_reads_back_to_the_whole_answer(dialect, answer):
-    reply = read_stream([wire_bytes(answer, dialect, include_usage=True)], dialect)
+    reply = read_stream([wire_bytes(answer, dialect, options=with_usage(dialect))], dialect)
     assert (reply.text, reply.complete, reply.error) == (answer.text, True, None)
 
 
@@ -260,7 +273,9 @@ def test_anthropic_says_end_turn_or_max_tokens():
 
 def test_openai_usage_arrives_only_with_include_usage():
     assert read_stream([wire_bytes(RUNNING, "openai")], "openai").usage is None
-    reply = read_stream([wire_bytes(RUNNING, "openai", include_usage=True)], "openai")
+    reply = read_stream(
+        [wire_bytes(RUNNING, "openai", options=OpenAIOptions(include_usage=True))], "openai"
+    )
     assert reply.usage == RUNNING.usage()
 
 
@@ -272,7 +287,7 @@ def test_anthropic_usage_reports_input_and_output_tokens():
 @settings(max_examples=60)
 @given(dialects, seeds, st.integers(min_value=1, max_value=40))
 def test_every_dialect_reads_back_the_same_whatever_the_cuts(dialect, seed, max_piece_bytes):
-    wire = wire_bytes(CUT_SHORT, dialect, include_usage=True, heartbeat_ms=10)
+    wire = wire_bytes(CUT_SHORT, dialect, options=with_usage(dialect), heartbeat_ms=10)
     whole = read_stream([wire], dialect)
     assert read_stream(random_cuts(wire, seed, max_piece_bytes), dialect) == whole
 
@@ -290,8 +305,8 @@ def test_an_unknown_dialect_is_refused_naming_the_valid_ones():
 
 
 def test_response_id_model_and_created_go_into_every_openai_chunk():
-    options = {"response_id": "chatcmpl-42", "model": "tiny", "created": 123}
-    for event in events_of(RUNNING, "openai", **options)[:-1]:
+    envelope = Envelope(response_id="chatcmpl-42", model="tiny", created=123)
+    for event in events_of(RUNNING, "openai", envelope=envelope)[:-1]:
         chunk = json.loads(event.data)
         assert (chunk["id"], chunk["model"], chunk["created"]) == ("chatcmpl-42", "tiny", 123)
 
@@ -301,7 +316,7 @@ def test_response_id_model_and_created_go_into_every_openai_chunk():
 
 @pytest.mark.parametrize("answer", [RUNNING, CUT_SHORT])
 def test_every_openai_chunk_is_a_valid_sdk_chat_completion_chunk(answer):
-    events = events_of(answer, "openai", include_usage=True)
+    events = events_of(answer, "openai", options=OpenAIOptions(include_usage=True))
     assert events[-1].data == "[DONE]"
     chunks = [
         openai.types.chat.ChatCompletionChunk.model_validate_json(e.data) for e in events[:-1]
@@ -349,7 +364,7 @@ def test_blocking_lesson_body_carries_text_and_finish_reason():
 
 def test_a_blocking_body_is_ready_only_when_the_last_token_exists():
     assert blocking_body(RUNNING, "openai")[0] == 540.0
-    assert blocking_body(long_answer(500), "lesson", prefill_ms=300, per_token_ms=40)[0] == 20_300
+    assert blocking_body(long_answer(500), "lesson", timing=Timing(300, 40))[0] == 20_300
 
 
 def test_eventsource_has_no_blocking_body():
@@ -361,7 +376,7 @@ def test_eventsource_has_no_blocking_body():
 
 
 def test_eventsource_starts_with_retry_and_numbers_every_event():
-    wire = wire_bytes(RUNNING, "eventsource", retry_ms=1500)
+    wire = wire_bytes(RUNNING, "eventsource", options=EventSourceOptions(retry_ms=1500))
     assert wire.startswith(b"retry: 1500\n\n")
     events = decode_all([wire])
     assert [e.id for e in events] == ["0", "1", "2", "3", "4", "5", "6"]
@@ -373,43 +388,88 @@ def test_resuming_after_an_id_continues_with_no_gap_and_no_duplicate(last_id):
     k = int(last_id)
     before = "".join(RUNNING.tokens[: k + 1])
     resumed = read_stream(
-        [wire_bytes(RUNNING, "eventsource", resume_after_id=last_id)], "eventsource"
+        [wire_bytes(RUNNING, "eventsource", options=EventSourceOptions(last_id))], "eventsource"
     )
     assert before + resumed.text == RUNNING_ANSWER
     assert resumed.complete
 
 
 def test_resuming_restarts_the_clock_with_a_new_prefill():
-    writes = list(stream_writes(RUNNING, "eventsource", resume_after_id=3, retry_ms=None))
+    writes = list(
+        stream_writes(RUNNING, "eventsource", options=EventSourceOptions(3, retry_ms=None))
+    )
     assert [at for at, _ in writes] == [340.0, 380.0, 380.0]
 
 
 def test_resuming_after_the_last_token_sends_only_the_end():
-    reply = read_stream([wire_bytes(RUNNING, "eventsource", resume_after_id=5)], "eventsource")
+    reply = read_stream(
+        [wire_bytes(RUNNING, "eventsource", options=EventSourceOptions(5))], "eventsource"
+    )
     assert (reply.text, reply.complete) == ("", True)
 
 
 @pytest.mark.parametrize("last_id", range(len(RUNNING.tokens)))
 def test_every_resumed_eventsource_event_carries_an_id(last_id):
-    events = decode_all([wire_bytes(RUNNING, "eventsource", resume_after_id=last_id)])
+    events = decode_all([wire_bytes(RUNNING, "eventsource", options=EventSourceOptions(last_id))])
     assert events and all(e.id for e in events)
 
 
 def test_resuming_after_the_last_token_repeats_its_id_on_the_finish_event():
     last_id = len(RUNNING.tokens) - 1
-    events = decode_all([wire_bytes(RUNNING, "eventsource", resume_after_id=last_id)])
+    events = decode_all([wire_bytes(RUNNING, "eventsource", options=EventSourceOptions(last_id))])
     assert [(e.event, e.id) for e in events] == [("message", "5"), ("done", "6")]
     assert json.loads(events[0].data) == {"delta": "", "finish_reason": "stop"}
 
 
-def test_a_resume_id_that_is_not_a_token_index_is_refused():
+def test_a_resume_id_that_is_not_a_token_index_is_refused_when_the_options_are_made():
     with pytest.raises(ValueError, match="token index"):
-        list(stream_writes(RUNNING, "eventsource", resume_after_id="abc"))
+        EventSourceOptions(resume_after_id="abc")
 
 
-def test_resume_after_id_is_refused_outside_the_eventsource_dialect():
-    with pytest.raises(ValueError, match="eventsource"):
-        list(stream_writes(RUNNING, "openai", resume_after_id=2))
+@pytest.mark.parametrize("retry_ms", [-1, 1.5, True, "3000"])
+def test_a_retry_that_is_not_a_whole_number_of_ms_is_refused(retry_ms):
+    with pytest.raises(ValueError, match="retry_ms must be a whole number"):
+        EventSourceOptions(retry_ms=retry_ms)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "options", "owner"),
+    [
+        ("openai", EventSourceOptions(2), "eventsource"),
+        ("lesson", EventSourceOptions(2), "eventsource"),
+        ("anthropic", OpenAIOptions(include_usage=True), "openai"),
+        ("eventsource", OpenAIOptions(), "openai"),
+    ],
+)
+def test_one_dialects_options_are_refused_in_another_naming_their_dialect(dialect, options, owner):
+    with pytest.raises(ValueError, match=f"only applies to the '{owner}' dialect"):
+        list(stream_writes(RUNNING, dialect, options=options))
+
+
+# --- the options objects ------------------------------------------------------------
+
+
+def test_timing_gives_the_same_times_as_token_times_ms():
+    timing = Timing(prefill_ms=120, per_token_ms=15, jitter_ms=30, seed=7)
+    expected = token_times_ms(9, prefill_ms=120, per_token_ms=15, jitter_ms=30, seed=7)
+    assert timing.token_times_ms(9) == expected
+    assert timing.done_ms(9) == expected[-1]
+    assert timing.done_ms(0) == 120.0
+
+
+@pytest.mark.parametrize(
+    "options", [{"prefill_ms": -1}, {"per_token_ms": float("nan")}, {"jitter_ms": "5"}]
+)
+def test_timing_refuses_a_duration_that_is_not_ms_zero_or_more(options):
+    name = next(iter(options))
+    with pytest.raises(ValueError, match=f"{name} must be a number of ms, 0 or more"):
+        Timing(**options)
+
+
+def test_without_a_response_id_the_same_answer_gets_the_same_id():
+    first = Envelope().id_for(RUNNING, "anthropic")
+    assert first == Envelope().id_for(RUNNING, "anthropic") and first.startswith("msg_sim")
+    assert Envelope().id_for(RUNNING, "openai").startswith("chatcmpl-sim")
 
 
 # --- the official SDKs end to end, over an in-memory transport (no sockets) ---------
@@ -423,7 +483,8 @@ def sdk_handler(response_class, answer: Answer):
         dialect = "anthropic" if request.url.path.endswith("/messages") else "openai"
         if body.get("stream"):
             include_usage = bool(body.get("stream_options", {}).get("include_usage"))
-            wire = wire_bytes(answer, dialect, include_usage=include_usage, heartbeat_ms=10)
+            usage = OpenAIOptions(include_usage=include_usage) if dialect == "openai" else None
+            wire = wire_bytes(answer, dialect, options=usage, heartbeat_ms=10)
             headers = {"content-type": "text/event-stream"}
             return response_class(200, headers=headers, content=iter(cut(wire, 7)))
         _, json_body = blocking_body(answer, dialect)

@@ -214,7 +214,8 @@ def test_the_stored_chunked_body_arrived_token_by_token():
     # the head and the role chunk at once, then the tokens one by one from about 340 ms on
     assert all(b >= a for a, b in zip(times, times[1:], strict=False))
     assert len([t for t in times if t >= 300]) >= 5 and times[0] < 300
-    first_write = list(llm.stream_writes(ANSWER, "openai", response_id="chatcmpl-000001"))[0][1]
+    envelope = llm.Envelope(response_id="chatcmpl-000001")
+    first_write = list(llm.stream_writes(ANSWER, "openai", envelope=envelope))[0][1]
     assert f"'d5' = {len(first_write)} bytes" in text
 
 

@@ -151,7 +151,10 @@ def test_a_silence_longer_than_the_idle_timeout_is_cut_at_the_timeout():
 
 def test_heartbeats_keep_a_long_prefill_under_the_timeout():
     writes = llm.stream_writes(
-        llm.answer_for(llm.RUNNING_PROMPT), "lesson", prefill_ms=75_000, heartbeat_ms=15_000
+        llm.answer_for(llm.RUNNING_PROMPT),
+        "lesson",
+        timing=llm.Timing(prefill_ms=75_000),
+        heartbeat_ms=15_000,
     )
     report = lesson01.idle_report(writes, idle_timeout_ms=60_000)
     assert report.cut_at_ms is None and report.heartbeats >= 4

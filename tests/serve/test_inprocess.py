@@ -45,10 +45,13 @@ def real() -> InProcessClient:
         yield client
 
 
-def planned_writes(dialect: str, **options) -> list[tuple[float, bytes]]:
+def planned_writes(
+    dialect: str, prefill_ms: float = 300, per_token_ms: float = 40
+) -> list[tuple[float, bytes]]:
     """Return the app's plan for the running answer (what the server is told to send)."""
     answer = llm.answer_for(llm.RUNNING_PROMPT)
-    return list(llm.stream_writes(answer, dialect, **options))
+    timing = llm.Timing(prefill_ms=prefill_ms, per_token_ms=per_token_ms)
+    return list(llm.stream_writes(answer, dialect, timing=timing))
 
 
 # --------------------------------------------------------------------------- chunk by chunk
