@@ -9,6 +9,7 @@ reads real responses over a socket and hands the bytes here:
     encode_chunked(pieces)       pieces framed as chunks, ending with the zero-size chunk
     h2_data_frames(pieces)       HTTP/2 DATA frames (RFC 9113 section 6.1)
     h3_data_frames(pieces)       HTTP/3 DATA frames (RFC 9114 section 7.2.1)
+    HOP_BY_HOP_HEADERS           headers about one connection, which a proxy must not pass on
 """
 
 from __future__ import annotations
@@ -16,6 +17,22 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+# Headers about one connection, not about the message (RFC 9110 section 7.6.1): a proxy
+# drops them and writes its own for the next hop (lowercase, as compared).
+HOP_BY_HOP_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
 
 
 def request_bytes(

@@ -632,15 +632,13 @@ def wire_bytes(
 
     The options are stream_writes' own.
     """
-    writes = stream_writes(
-        answer,
-        dialect,
-        timing=timing,
-        envelope=envelope,
-        options=options,
-        heartbeat_ms=heartbeat_ms,
-    )
-    return b"".join(data for _, data in writes)
+    same = {
+        "timing": timing,
+        "envelope": envelope,
+        "options": options,
+        "heartbeat_ms": heartbeat_ms,
+    }
+    return b"".join(data for _, data in stream_writes(answer, dialect, **same))
 
 
 def blocking_body(

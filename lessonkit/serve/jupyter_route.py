@@ -51,6 +51,8 @@ ROUTE = "lessonkit/demo"  # the same path is in lessonkit/lab/browser_demo.js
 UPSTREAM = "http://lessonkit-demo"  # any host name does: the socket file is the address
 # Headers about one connection, not the message (RFC 9110 section 7.6.1), and the
 # Jupyter server's own credentials, which the kernel's server has no business seeing.
+# (The RFC's list is spelled out, not imported from lessonkit.core.framing: this module
+# loads in every learner's Jupyter server and brings in nothing else of the course.)
 NOT_FORWARDED_UP = {
     "connection",
     "keep-alive",

@@ -39,23 +39,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from lessonkit.core import framing
 from lessonkit.serve.background import serving
 from lessonkit.serve.cli import add_bind_options, serve_forever
 
 __all__ = ["configure_parser", "create_proxy_app", "main", "running_proxy"]
 
-# Headers about one hop (this connection), not about the message: a proxy must not
-# forward them (RFC 9110 section 7.6.1). Host is set again for the upstream.
-HOP_BY_HOP = {
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+# What a proxy must not forward (lessonkit.core.framing.HOP_BY_HOP_HEADERS); Host is set
+# again for the upstream.
+HOP_BY_HOP = framing.HOP_BY_HOP_HEADERS | {
     "host",
     "date",  # not hop-by-hop, but uvicorn writes a fresh Date itself; one is enough
 }
