@@ -69,16 +69,22 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 # Slow enough to watch each token land; the lesson's 40 ms blurs into one motion.
 DEMO_PER_TOKEN_MS = 120
 
+# Theme variables only, so the light, dark and high-contrast themes all read at 4.5:1.
 _CSS = """
-.lk-browser-demo { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
-.lk-browser-demo-panel { flex: 1 1 280px; border: 1px solid #999; border-radius: 4px; padding: 8px; }
+.lk-browser-demo { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start;
+  color: var(--jp-content-font-color1); }
+.lk-browser-demo-panel { flex: 1 1 280px; border: 1px solid var(--jp-border-color1);
+  border-radius: 4px; padding: 8px; }
 .lk-browser-demo .lk-title { font-weight: bold; }
-.lk-browser-demo .lk-detail, .lk-browser-demo .lk-timing { font-size: 85%; color: #555; }
-.lk-browser-demo .lk-url { font-size: 75%; color: #555; word-break: break-all; }
+.lk-browser-demo .lk-detail, .lk-browser-demo .lk-timing { font-size: 85%; }
+.lk-browser-demo .lk-url { font-size: 85%; word-break: break-all; font-family: monospace; }
 .lk-browser-demo .lk-text { min-height: 2.5em; margin: 6px 0; white-space: pre-wrap; }
-.lk-browser-demo .lk-token { border-bottom: 2px solid #56B4E9; }
+.lk-browser-demo .lk-token { border-bottom: 2px solid var(--jp-brand-color1); }
 .lk-browser-demo .lk-status { font-family: monospace; }
-.lk-browser-demo-run { flex-basis: 100%; width: max-content; }
+.lk-browser-demo-run { flex-basis: 100%; width: max-content; color: var(--jp-ui-font-color1);
+  background: var(--jp-layout-color2); border: 1px solid var(--jp-border-color1);
+  border-radius: 3px; padding: 2px 8px; font: inherit; cursor: pointer; }
+.lk-browser-demo-run:focus-visible { outline: 2px solid var(--jp-brand-color1); }
 """
 
 
@@ -124,8 +130,9 @@ class BrowserReport:
     def __str__(self) -> str:
         if not self.panels:
             return (
-                f"No page reported back within {self.waited_s:.0f} s: no browser is showing the "
-                "demo (a headless run such as nbval or nbconvert), so nothing was received."
+                "Nothing to report: no browser showed the demo above (nothing reported back"
+                f" within {self.waited_s:.0f} s). Run these cells in JupyterLab to see what"
+                " your own page receives."
             )
         some = next(iter(self.panels.values()))
         path = urlsplit(some.url).path
@@ -432,6 +439,24 @@ class BrowserStreamDemo(anywidget.AnyWidget):
     def __repr__(self) -> str:
         # The plain-text twin of the widget: stable across runs (no address, no port).
         return "BrowserStreamDemo(EventSource and fetch side by side; runs in a live page)"
+
+    def twinned(self) -> Any:
+        """Return the demo in a twinned box: "Run this cell ..." wherever it cannot stream."""
+        from lessonkit.lab.binding import Twinned
+
+        return Twinned(
+            [self],
+            css_class="lk-browser-demo-box",
+            headline="Run this cell to open the browser demo.",
+            what="In a live JupyterLab page, two panels read the same answer in your browser,"
+            " one with EventSource and one with fetch, token by token."
+            + (" (This kernel's server is not running now: run the cells above again.)"
+               if self._server is not None and not self._server.running else ""),
+        )  # fmt: skip
+
+    def _ipython_display_(self) -> None:
+        """Show the demo the way the explorers show: its twin, then the live panels."""
+        self.twinned()._ipython_display_()
 
 
 def _in_order(panels: dict[str, PanelReport]) -> dict[str, PanelReport]:

@@ -1,20 +1,68 @@
 """Matplotlib figures for the notebooks: fixed sizes, Okabe-Ito colours, labelled axes.
 
-Every function returns a Figure and never calls plt.show(). These are the static
-figures stored in the notebooks; the explorers draw live SVG instead
-(lessonkit.lab.svg), which is fast enough to follow a slider.
+Each ``plot_*`` function returns a matplotlib Figure (for tests, and for a learner who
+wants to change one); each ``*_text`` function says in words what that figure shows,
+numbers included; ``picture(figure, text)`` turns the two into what a notebook shows:
+the PNG as an <img> whose alt text is the description (a screen reader reads it; PNG
+pixels alone have no words), the same text as text/plain for nbval and PDFs. The
+explorers draw live SVG instead (lessonkit.lab.svg), which is fast enough to follow a
+slider.
+
+matplotlib is imported inside the functions, never when this module is imported: it
+adds some 35-45 MiB to a kernel, and a lesson that draws no figure should not pay it
+(the kernel of a learner on a shared hub stays small). No pyplot: a Figure is drawn to
+PNG by its own Agg canvas and then dropped, so no figure stays alive in the kernel.
 """
 
 from __future__ import annotations
 
+import base64
+import html
 import io
 from collections.abc import Mapping, Sequence
-
-from matplotlib.figure import Figure
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from lessonkit.lab.views import OKABE_ITO, VERDICT_COLOURS
 
+if TYPE_CHECKING:  # types only: matplotlib loads when a figure is drawn
+    from matplotlib.figure import Figure
+
 C = OKABE_ITO
+
+
+def _figure(**options: Any) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(**options)
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A static figure as a notebook shows it: PNG pixels and the same figure in words.
+
+    JupyterLab shows an <img> whose alt text is `text`; text/plain is `text` too, and
+    image/png the pixels (nbval does not compare pixels, and its sanitize file leaves
+    the <img>'s data out, so a new matplotlib that moves one pixel changes nothing).
+    """
+
+    png: bytes
+    text: str
+
+    def _repr_mimebundle_(self, **kwargs: object) -> dict[str, str]:
+        data = base64.b64encode(self.png).decode("ascii")
+        alt = html.escape(self.text, quote=True)
+        return {
+            "text/html": f'<img class="lk-figure" alt="{alt}" src="data:image/png;base64,{data}">',
+            "image/png": data,
+            "text/plain": self.text,
+        }
+
+
+def picture(figure: Figure, text: str, *, dpi: int = 100) -> Picture:
+    """Return `figure` drawn as PNG with `text` as its text alternative (the Figure is not kept)."""
+    return Picture(png(figure, dpi=dpi), text)
+
 
 # ---------------------------------------------------------------------------
 # Lessons 03-05: every-cut strips, the drop staircase, arrival times
@@ -58,7 +106,7 @@ def plot_cut_verdicts(
     """
     from matplotlib.patches import Patch
 
-    fig = Figure(figsize=(9, 4.6), layout="constrained")
+    fig = _figure(figsize=(9, 4.6), layout="constrained")
     top, bottom = fig.subplots(2, 1)
     n_positions = len(next(iter(cut_rows.values())))
     _verdict_strip(
@@ -76,7 +124,7 @@ def plot_drop_staircase(
     lengths: Sequence[int], *, mark_bytes: int | None = None, event_ends: Sequence[int] = ()
 ) -> Figure:
     """Return the characters on screen against the byte after which the connection drops."""
-    fig = Figure(figsize=(8, 3.4), layout="constrained")
+    fig = _figure(figsize=(8, 3.4), layout="constrained")
     ax = fig.subplots()
     ax.step(range(len(lengths)), lengths, where="post", color=C["blue"], label="text on screen")
     for end in event_ends:
@@ -102,7 +150,7 @@ def plot_arrival_curves(
 ) -> Figure:
     """Return bytes received against time (ms) for each named series of (at_ms, n_bytes) arrivals."""
     colours = [C["blue"], C["vermillion"], C["green"], C["purple"]]
-    fig = Figure(figsize=(8, 3.4), layout="constrained")
+    fig = _figure(figsize=(8, 3.4), layout="constrained")
     ax = fig.subplots()
     for (name, arrivals), colour in zip(series.items(), colours, strict=False):
         times = [0.0] + [at_ms for at_ms, _ in arrivals]
@@ -134,7 +182,7 @@ def plot_timeline(view) -> Figure:
     `view` is a lessonkit.lab.lesson01.TimelineView: its t_ms is drawn as a moving line.
     """
     timings = view.timings
-    fig = Figure(figsize=(8, 3.0), dpi=100, layout="constrained")
+    fig = _figure(figsize=(8, 3.0), dpi=100, layout="constrained")
     ax = fig.subplots()
     latency, prefill = view.latency_ms, view.prefill_ms
     for row in (0, 1):
@@ -183,7 +231,7 @@ def plot_cancel(view) -> Figure:
 
     `view` is a lessonkit.lab.lesson01.CancelView.
     """
-    fig = Figure(figsize=(8, 1.9), dpi=100, layout="constrained")
+    fig = _figure(figsize=(8, 1.9), dpi=100, layout="constrained")
     ax = fig.subplots()
     ax.barh(0, view.tokens_generated, color=C["blue"], label="generated (paid for)")
     ax.barh(0, view.tokens_saved, left=view.tokens_generated, color=C["sky"], hatch="..",
@@ -207,7 +255,7 @@ def plot_measured_vs_model(
     streamed_ms: when each streamed piece arrived; blocking_ms: when the blocking
     body arrived; model_ms: when the formula says each token is visible.
     """
-    fig = Figure(figsize=(8, 3.4), dpi=100, layout="constrained")
+    fig = _figure(figsize=(8, 3.4), dpi=100, layout="constrained")
     ax = fig.subplots()
     n = max(len(streamed_ms), len(model_ms))
     if model_ms:
@@ -235,17 +283,20 @@ def plot_idle_silences(reports: Mapping[str, object]) -> Figure:
     `reports` maps a label to a lessonkit.lab.lesson01.IdleReport (all with the same timeout).
     """
     labels = list(reports)
-    fig = Figure(figsize=(8, 0.75 * len(labels) + 1.3), dpi=100, layout="constrained")
+    fig = _figure(figsize=(8, 0.75 * len(labels) + 1.3), dpi=100, layout="constrained")
     ax = fig.subplots()
+    from matplotlib.collections import LineCollection
+
     end_s = max((r.write_ms[-1] if r.write_ms else 0) for r in reports.values()) / 1000
+    short, long = [], []  # one segment per silence: two collections, not one line per write
     for row, label in enumerate(labels):
         r = reports[label]
         y = len(labels) - 1 - row
         last = 0.0
         for at_ms in r.write_ms:
-            too_long = at_ms - last > r.idle_timeout_ms
-            ax.plot([last / 1000, at_ms / 1000], [y, y], linewidth=6 if too_long else 2,
-                    color=C["vermillion"] if too_long else C["sky"], solid_capstyle="butt")  # fmt: skip
+            (long if at_ms - last > r.idle_timeout_ms else short).append(
+                [(last / 1000, y), (at_ms / 1000, y)]
+            )
             last = at_ms
         data_s = [t / 1000 for t, beat in zip(r.write_ms, r.is_heartbeat, strict=True) if not beat]
         beat_s = [t / 1000 for t, beat in zip(r.write_ms, r.is_heartbeat, strict=True) if beat]
@@ -253,6 +304,8 @@ def plot_idle_silences(reports: Mapping[str, object]) -> Figure:
         ax.plot(beat_s, [y] * len(beat_s), "o", color=C["green"], markersize=6)
         if r.cut_at_ms is not None:
             ax.plot([r.cut_at_ms / 1000], [y], "X", color=C["black"], markersize=11)
+    ax.add_collection(LineCollection(short, colors=C["sky"], linewidths=2, capstyle="butt"))
+    ax.add_collection(LineCollection(long, colors=C["vermillion"], linewidths=6, capstyle="butt"))
     from matplotlib.lines import Line2D
 
     handles = [
@@ -269,3 +322,87 @@ def plot_idle_silences(reports: Mapping[str, object]) -> Figure:
     ax.set_xlabel(f"time since the request (s); the proxy's idle timeout is {timeout_s:g} s")
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     return fig
+
+
+# ---------------------------------------------------------------------------
+# The same figures in words: each figure's text alternative, numbers included
+# ---------------------------------------------------------------------------
+
+
+def _counts(verdicts: Sequence[str]) -> str:
+    total = len(verdicts)
+    parts = [f"right at {verdicts.count('ok')} of {total}"]
+    parts += [f"{kind} at {verdicts.count(kind)}" for kind in ("wrong", "error")
+              if verdicts.count(kind)]  # fmt: skip
+    return ", ".join(parts)
+
+
+def cut_verdicts_text(
+    cut_rows: Mapping[str, Sequence[str]],
+    size_rows: Mapping[str, Sequence[str]],
+    sizes: Sequence[int],
+) -> str:
+    """Return plot_cut_verdicts in words: each reader's right, wrong and error counts."""
+    readers = "; ".join(
+        f"{name}: {_counts(cut_rows[name])} cut positions, {_counts(size_rows[name])} chunk sizes"
+        for name in cut_rows
+    )
+    return (
+        f"Strip chart of {len(cut_rows)} readers, each cut at every position"
+        f" ({len(next(iter(cut_rows.values())))} of them) and at every chunk size"
+        f" from {min(sizes)} to {max(sizes)} bytes (wrong: wrong text; error: an exception). "
+        + readers
+        + "."
+    )
+
+
+def arrival_curves_text(series: Mapping[str, Sequence[tuple[float, int]]], *, title: str) -> str:
+    """Return plot_arrival_curves in words: for each series, its arrivals and when they came."""
+    parts = []
+    for name, arrivals in series.items():
+        if not arrivals:
+            parts.append(f"{name}: nothing arrived")
+            continue
+        total = sum(n for _, n in arrivals)
+        first, last = arrivals[0][0], arrivals[-1][0]
+        when = (
+            f"at {first:,.0f} ms" if len(arrivals) == 1 else f"from {first:,.0f} to {last:,.0f} ms"
+        )
+        parts.append(f"{name}: {total:,} bytes in {len(arrivals)} arrivals {when}")
+    return f"{title}. Bytes received against time since the request: " + "; ".join(parts) + "."
+
+
+def measured_vs_model_text(
+    streamed_ms: Sequence[float], blocking_ms: float, model_ms: Sequence[float]
+) -> str:
+    """Return plot_measured_vs_model in words: measured and modelled first and last pieces."""
+    parts = []
+    if streamed_ms:
+        parts.append(
+            f"measured streaming: {len(streamed_ms)} pieces from {streamed_ms[0]:,.0f} to"
+            f" {streamed_ms[-1]:,.0f} ms"
+        )
+    if model_ms:
+        parts.append(f"the formula: from {model_ms[0]:,.0f} to {model_ms[-1]:,.0f} ms")
+    parts.append(f"measured blocking: everything at {blocking_ms:,.0f} ms")
+    return "Text pieces on screen against time since the request: " + "; ".join(parts) + "."
+
+
+def idle_silences_text(reports: Mapping[str, Any]) -> str:
+    """Return plot_idle_silences in words: each response's longest silence and whether it is cut."""
+    timeout_s = next(iter(reports.values())).idle_timeout_ms / 1000
+    parts = []
+    for label, r in reports.items():
+        verdict = (
+            f"cut by the proxy at {r.cut_at_ms / 1000:,.0f} s"
+            if r.cut_at_ms is not None
+            else "not cut"
+        )
+        beats = f", {r.heartbeats} heartbeats" if r.heartbeats else ""
+        parts.append(
+            f"{label}: longest silence {r.longest_silence_ms / 1000:,.1f} s{beats}, {verdict}"
+        )
+    return (
+        f"One row per response, its writes and its silences, against a proxy's {timeout_s:g} s"
+        " idle timeout. " + "; ".join(parts) + "."
+    )

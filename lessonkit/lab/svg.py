@@ -4,13 +4,15 @@ A matplotlib figure takes 60-120 ms to draw and encode as PNG, more than a slide
 tick allows; an SVG string built from the same state takes well under a
 millisecond, and the browser draws it. So the explorers show these, and the
 static figures in the notebooks stay matplotlib PNGs (lessonkit.lab.plots).
-Cost goal: every function here returns in under 5 ms for the largest explorer
-setting (1,000 tokens), tested in tests/lab/test_lab_svg.py.
 
 Every function takes plain state (from lessonkit.lab.lesson01 / lesson04) and
 returns a ``views.Html`` string: a fixed-size <svg> with no ids (several copies
 can share a page), numbers rounded to 0.1 px so the same state always gives the
-same bytes, and only Okabe-Ito colours.
+same bytes. Colours are JupyterLab's theme variables (``views.THEME``), set in
+``style`` attributes (an SVG presentation attribute cannot read a CSS variable),
+and text never sits on a coloured shape: it is read on the page's own background.
+Each figure is an ``role="img"`` whose ``aria-label`` says what it shows, numbers
+included, for a screen reader (the ``*_text`` functions below).
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lessonkit.lab.views import OKABE_ITO, Html
+from lessonkit.lab.views import THEME, Html
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only
     from lessonkit.lab.lesson01 import CancelView, TimelineView
 
-C = OKABE_ITO
 FONT = 'font-family="sans-serif" font-size="11"'
 
 
@@ -38,6 +39,14 @@ def _n(value: float) -> str:
 
 def _esc(text: str) -> str:
     return html.escape(text, quote=True)
+
+
+def _paint(*, fill: str = "none", stroke: str = "none", **extra: str) -> str:
+    """Return a style attribute painting a shape in theme colours (an SVG attribute cannot)."""
+    rules = [f"fill:{fill}", f"stroke:{stroke}"] + [
+        f"{k.replace('_', '-')}:{v}" for k, v in extra.items()
+    ]
+    return f'style="{";".join(rules)}"'
 
 
 @dataclass(frozen=True)
@@ -73,25 +82,24 @@ def _svg(width: int, height: int, body: list[str], css_class: str, label: str) -
     )
 
 
-def _text(x: float, y: float, text: str, *, anchor: str = "start", colour: str = "#333") -> str:
+def _text(x: float, y: float, text: str, *, anchor: str = "start", colour: str = "") -> str:
     return (
-        f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}" fill="{colour}" {FONT}>'
-        f"{_esc(text)}</text>"
+        f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}" {FONT}'
+        f" {_paint(fill=colour or THEME['text'])}>{_esc(text)}</text>"
     )
 
 
 def _x_axis(scale: Scale, y: float, hi: float, title: str) -> list[str]:
+    axis = _paint(stroke=THEME["muted"])
     parts = [
-        f'<line x1="{_n(scale.px_lo)}" y1="{_n(y)}" x2="{_n(scale.px_hi)}" y2="{_n(y)}"'
-        ' stroke="#666"/>'
+        f'<line x1="{_n(scale.px_lo)}" y1="{_n(y)}" x2="{_n(scale.px_hi)}" y2="{_n(y)}" {axis}/>'
     ]
     for tick in nice_ticks(hi):
         x = scale(tick)
-        parts.append(
-            f'<line x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x)}" y2="{_n(y + 4)}" stroke="#666"/>'
-        )
-        parts.append(_text(x, y + 15, f"{tick:,.0f}", anchor="middle", colour="#555"))
-    parts.append(_text((scale.px_lo + scale.px_hi) / 2, y + 30, title, anchor="middle"))
+        parts.append(f'<line x1="{_n(x)}" y1="{_n(y)}" x2="{_n(x)}" y2="{_n(y + 4)}" {axis}/>')
+        parts.append(_text(x, y + 15, f"{tick:,.0f}", anchor="middle"))
+    if title:
+        parts.append(_text((scale.px_lo + scale.px_hi) / 2, y + 30, title, anchor="middle"))
     return parts
 
 
@@ -111,7 +119,42 @@ def _ticks_path(xs: Sequence[float], y_top: float, y_bottom: float) -> str:
     return "".join(f"M{_n(x)} {_n(y_top)}V{_n(y_bottom)}" for x in seen)
 
 
+def _bar(x0: float, x1: float, top: float, colour: str) -> str:
+    return (
+        f'<rect x="{_n(x0)}" y="{_n(top)}" width="{_n(max(0.0, x1 - x0))}" height="26"'
+        f" {_paint(fill=colour)}/>"
+    )
+
+
+def _outlined_bar(x0: float, x1: float, top: float, colour: str) -> str:
+    """Return a bar drawn as a dashed outline: text may sit inside it, on the page's background."""
+    return (
+        f'<rect x="{_n(x0)}" y="{_n(top)}" width="{_n(max(0.0, x1 - x0))}" height="26"'
+        f" {_paint(stroke=colour, stroke_width='1.5', stroke_dasharray='4 3')}/>"
+    )
+
+
+def _swatch(colour: str, *, outlined: bool = False) -> str:
+    paint = _paint(stroke=colour, stroke_dasharray="3 2") if outlined else _paint(fill=colour)
+    return f'<rect x="0" y="-5" width="12" height="10" {paint}/>'
+
+
+def _mark(colour: str) -> str:
+    return f'<path d="M6 -6V6" {_paint(stroke=colour, stroke_width="2")}/>'
+
+
 TIMELINE_SIZE = (760, 214)
+
+
+def timeline_text(view: TimelineView) -> str:
+    """Return the timeline figure in words: the time t, both first-text times, the total."""
+    timings = view.timings
+    return (
+        f"Timeline at t = {view.t_ms:,.0f} ms: streaming shows its first token at"
+        f" {timings.streaming_first_ms:,.0f} ms and has {view.frame.tokens_visible} of"
+        f" {view.n_tokens} tokens on screen; blocking shows nothing until"
+        f" {timings.blocking_first_ms:,.0f} ms; both finish at {timings.total_ms:,.0f} ms."
+    )
 
 
 def timeline_svg(view: TimelineView) -> Html:
@@ -127,27 +170,29 @@ def timeline_svg(view: TimelineView) -> Html:
     timings = view.timings
     latency, prefill = view.latency_ms, view.prefill_ms
     rows = {"streaming": 62.0, "blocking": 112.0}  # row top; each row is 26 px high
-    body = [f'<rect width="{width}" height="{height}" fill="white"/>']
+    body = []
     for name, row_top in rows.items():
         body.append(_text(76, row_top + 17, name, anchor="end"))
         if latency:
-            body.append(_bar(x(0), x(latency), row_top, C["grey"]))
-        body.append(_bar(x(latency), x(latency + prefill), row_top, C["orange"]))
+            body.append(_bar(x(0), x(latency), row_top, THEME["grey"]))
+        body.append(_bar(x(latency), x(latency + prefill), row_top, THEME["warm"]))
     stream_top = rows["streaming"]
     ticks = _ticks_path([x(t) for t in view.arrival_ms], stream_top, stream_top + 26)
-    stroke = 1.5 if view.n_tokens < 60 else 0.6
-    body.append(f'<path d="{ticks}" stroke="{C["blue"]}" stroke-width="{stroke}" fill="none"/>')
+    stroke = "1.5" if view.n_tokens < 60 else "0.6"
+    body.append(f'<path d="{ticks}" {_paint(stroke=THEME["accent"], stroke_width=stroke)}/>')
     block_top = rows["blocking"]
-    body.append(_bar(x(latency + prefill), x(timings.total_ms), block_top, C["sky"], opacity=0.55))
-    body.append(_text(x(latency + prefill) + 4, block_top + 17, "◐ waiting…", colour="#333"))
+    body.append(
+        _outlined_bar(x(latency + prefill), x(timings.total_ms), block_top, THEME["accent"])
+    )
+    body.append(_text(x(latency + prefill) + 4, block_top + 17, "◐ waiting…"))
     for at_ms, colour, label, label_y in (
-        (timings.streaming_first_ms, C["blue"], f"TTFT {timings.streaming_first_ms:,.0f} ms", 32),
-        (timings.total_ms, C["vermillion"], f"total {timings.total_ms:,.0f} ms", 16),
-    ):
+        (timings.streaming_first_ms, THEME["accent"], f"TTFT {timings.streaming_first_ms:,.0f} ms", 32),
+        (timings.total_ms, THEME["alarm"], f"total {timings.total_ms:,.0f} ms", 16),
+    ):  # fmt: skip
         lx = x(at_ms)
         body.append(
             f'<line x1="{_n(lx)}" y1="{_n(top - 2)}" x2="{_n(lx)}" y2="{_n(bottom)}"'
-            f' stroke="{colour}" stroke-width="1.2" stroke-dasharray="5 3"/>'
+            f" {_paint(stroke=colour, stroke_width='1.2', stroke_dasharray='5 3')}/>"
         )
         anchor = "start" if lx < width - 110 else "end"
         body.append(_text(lx + (3 if anchor == "start" else -3), label_y, label, anchor=anchor,
@@ -155,37 +200,30 @@ def timeline_svg(view: TimelineView) -> Html:
     now = x(view.t_ms)
     body.append(
         f'<line class="lk-now" x1="{_n(now)}" y1="{_n(top + 8)}" x2="{_n(now)}" y2="{_n(bottom)}"'
-        f' stroke="{C["black"]}" stroke-width="2"/>'
+        f" {_paint(stroke=THEME['text'], stroke_width='2')}/>"
     )
     body += _x_axis(x, bottom, view.t_max_ms, "time since the request was sent (ms)")
     legend = [
-        (_swatch(C["orange"]), "prefill"),
-        (_swatch(C["sky"], 0.55), "blocking: spinner"),
-        (f'<path d="M6 -6V6" stroke="{C["blue"]}" stroke-width="2"/>', "a token appears"),
-        (f'<path d="M6 -6V6" stroke="{C["black"]}" stroke-width="2"/>', "now (t)"),
+        (_swatch(THEME["warm"]), "prefill"),
+        (_swatch(THEME["accent"], outlined=True), "blocking: spinner"),
+        (_mark(THEME["accent"]), "a token appears"),
+        (_mark(THEME["text"]), "now (t)"),
     ]
     if latency:
-        legend.insert(0, (_swatch(C["grey"]), "network round trip"))
+        legend.insert(0, (_swatch(THEME["grey"]), "network round trip"))
     body += _legend(legend, 84, height - 14)
-    return _svg(
-        width, height, body, "lk-timeline-svg", "timeline of a blocking and a streaming answer"
-    )
-
-
-def _bar(x0: float, x1: float, top: float, colour: str, *, opacity: float = 1.0) -> str:
-    fill_opacity = "" if opacity == 1.0 else f' fill-opacity="{opacity:g}"'
-    return (
-        f'<rect x="{_n(x0)}" y="{_n(top)}" width="{_n(max(0.0, x1 - x0))}" height="26"'
-        f' fill="{colour}"{fill_opacity}/>'
-    )
-
-
-def _swatch(colour: str, opacity: float = 1.0) -> str:
-    fill_opacity = "" if opacity == 1.0 else f' fill-opacity="{opacity:g}"'
-    return f'<rect x="0" y="-5" width="12" height="10" fill="{colour}"{fill_opacity}/>'
+    return _svg(width, height, body, "lk-timeline-svg", timeline_text(view))
 
 
 CANCEL_SIZE = (640, 92)
+
+
+def cancel_text(view: CancelView) -> str:
+    """Return the stop-early bar in words: tokens generated before the stop and never generated."""
+    return (
+        f"Bar of the answer's {view.n_tokens} tokens, stopped at {view.cancel_at_ms:,.0f} ms:"
+        f" {view.tokens_generated} generated and paid for, {view.tokens_saved} never generated."
+    )
 
 
 def cancel_svg(view: CancelView) -> Html:
@@ -193,22 +231,38 @@ def cancel_svg(view: CancelView) -> Html:
     width, height = CANCEL_SIZE
     x = Scale(0, max(1, view.n_tokens), 20, width - 20)
     top = 8.0
-    body = [f'<rect width="{width}" height="{height}" fill="white"/>']
-    body.append(_bar(x(0), x(view.tokens_generated), top, C["blue"]))
-    body.append(_bar(x(view.tokens_generated), x(view.n_tokens), top, C["sky"], opacity=0.55))
-    body += _x_axis(x, top + 26, view.n_tokens, "")[:-1]  # ticks only; the legend says the rest
+    body = [
+        _bar(x(0), x(view.tokens_generated), top, THEME["accent"]),
+        _outlined_bar(x(view.tokens_generated), x(view.n_tokens), top, THEME["accent"]),
+    ]
+    body += _x_axis(x, top + 26, view.n_tokens, "")  # ticks only; the legend says the rest
     body += _legend(
         [
-            (_swatch(C["blue"]), f"{view.tokens_generated} generated (paid for)"),
-            (_swatch(C["sky"], 0.55), f"{view.tokens_saved} never generated (saved)"),
+            (_swatch(THEME["accent"]), f"{view.tokens_generated} generated (paid for)"),
+            (_swatch(THEME["accent"], outlined=True),
+             f"{view.tokens_saved} never generated (saved)"),
         ],
         20,
         height - 14,
-    )
-    return _svg(width, height, body, "lk-cancel-svg", "tokens generated before the stop")
+    )  # fmt: skip
+    return _svg(width, height, body, "lk-cancel-svg", cancel_text(view))
 
 
 DROP_SIZE = (640, 250)
+
+
+def drop_text(lengths: Sequence[int], mark_bytes: int) -> str:
+    """Return the drop staircase in words: where the text grows, and the marked drop."""
+    n = max(0, len(lengths) - 1)
+    mark = min(max(0, mark_bytes), n)
+    steps = [i for i in range(1, len(lengths)) if lengths[i] != lengths[i - 1]]
+    shown = lengths[mark] if lengths else 0
+    return (
+        f"Staircase of the characters on screen for a drop after 0 to {n} bytes: the text"
+        f" grows only at bytes {', '.join(map(str, steps)) or 'none'} (where an event ends),"
+        f" up to {max(lengths, default=0)} characters. A drop after {mark} bytes leaves"
+        f" {shown} characters on screen."
+    )
 
 
 def drop_svg(lengths: Sequence[int], mark_bytes: int) -> Html:
@@ -219,33 +273,34 @@ def drop_svg(lengths: Sequence[int], mark_bytes: int) -> Html:
     y_max = max(lengths) * 1.1 + 1 if lengths else 1
     x = Scale(0, n, 56, width - 16)
     y = Scale(0, y_max, bottom, top)
-    body = [f'<rect width="{width}" height="{height}" fill="white"/>']
     steps = [f"M{_n(x(0))} {_n(y(lengths[0] if lengths else 0))}"]
     for i in range(1, len(lengths)):
         if lengths[i] != lengths[i - 1]:
             steps.append(f"H{_n(x(i))}V{_n(y(lengths[i]))}")
     steps.append(f"H{_n(x(n))}")
-    body.append(f'<path d="{"".join(steps)}" stroke="{C["blue"]}" stroke-width="2" fill="none"/>')
+    body = [f'<path d="{"".join(steps)}" {_paint(stroke=THEME["accent"], stroke_width="2")}/>']
     for tick in nice_ticks(y_max, 4):
-        body.append(_text(50, y(tick) + 4, f"{tick:,.0f}", anchor="end", colour="#555"))
+        body.append(_text(50, y(tick) + 4, f"{tick:,.0f}", anchor="end"))
     body.append(
-        f'<text x="14" y="{_n((top + bottom) / 2)}" text-anchor="middle" fill="#333" {FONT}'
+        f'<text x="14" y="{_n((top + bottom) / 2)}" text-anchor="middle" {FONT}'
+        f" {_paint(fill=THEME['text'])}"
         f' transform="rotate(-90 14 {_n((top + bottom) / 2)})">characters on screen</text>'
     )
     mark = min(max(0, mark_bytes), n)
     mx, my = x(mark), y(lengths[mark] if lengths else 0)
     body.append(
         f'<line class="lk-drop-mark" x1="{_n(mx)}" y1="{_n(top)}" x2="{_n(mx)}" y2="{_n(bottom)}"'
-        f' stroke="{C["vermillion"]}" stroke-width="1.5"/>'
-        f'<circle cx="{_n(mx)}" cy="{_n(my)}" r="4" fill="{C["vermillion"]}"/>'
+        f" {_paint(stroke=THEME['alarm'], stroke_width='1.5')}/>"
+        f'<circle cx="{_n(mx)}" cy="{_n(my)}" r="4" {_paint(fill=THEME["alarm"])}/>'
     )
     body += _x_axis(x, bottom, n, "connection drops after this many bytes")
     body += _legend(
         [
-            (f'<path d="M0 0H12" stroke="{C["blue"]}" stroke-width="2"/>', "text on screen"),
-            (_swatch(C["vermillion"]), f"drop after {mark} bytes"),
+            (f'<path d="M0 0H12" {_paint(stroke=THEME["accent"], stroke_width="2")}/>',
+             "text on screen"),
+            (_swatch(THEME["alarm"]), f"drop after {mark} bytes"),
         ],
         56,
         height - 10,
-    )
-    return _svg(width, height, body, "lk-drop-svg", "characters on screen for each drop position")
+    )  # fmt: skip
+    return _svg(width, height, body, "lk-drop-svg", drop_text(lengths, mark_bytes))
