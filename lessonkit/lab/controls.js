@@ -5,8 +5,9 @@
 // value (aria-valuetext, "400 ms"). Beside it a number box takes a typed value; a Play
 // button, when the slider has one, steps the value in the page at play_interval_ms. A typed
 // value outside the range is moved into it and the status line under the control says so.
-// data-lm-suppress-shortcuts keeps JupyterLab's notebook shortcuts (arrows move between
-// cells, Space scrolls) away from keys pressed here.
+// data-lm-suppress-shortcuts, on each input and button (JupyterLab reads it on the element
+// that has the focus), keeps the notebook's shortcuts (arrows move between cells) away from
+// keys pressed here.
 
 let made = 0;
 const newId = (kind) => `lk-${kind}-${Date.now().toString(36)}-${(made += 1)}`;
@@ -44,7 +45,6 @@ export function fitTyped(text, { min, max, whole }) {
 function renderControl({ model, el }) {
   const slider = model.get("kind") === "slider";
   el.classList.add("lk-control", slider ? "lk-slider" : "lk-number-box");
-  el.dataset.lmSuppressShortcuts = "true";
   const id = newId(slider ? "slider" : "number");
   const label = element("label", { htmlFor: id });
   const range = slider ? element("input", { type: "range", id }) : null;
@@ -54,6 +54,7 @@ function renderControl({ model, el }) {
   message.setAttribute("role", "status"); // announced politely when it changes
   number.classList.add("lk-control-typed");
   if (play) play.classList.add("lk-control-play");
+  for (const part of [range, number, play].filter(Boolean)) part.dataset.lmSuppressShortcuts = "true";
   el.append(...[label, play, range, number, message].filter(Boolean));
 
   let timer = null;
@@ -113,7 +114,10 @@ function renderControl({ model, el }) {
       set(Number(range.value));
     });
   }
-  number.addEventListener("change", typed); // Enter, or leaving the box
+  number.addEventListener("change", typed); // leaving the box after typing
+  number.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") typed();
+  });
   if (play) play.addEventListener("click", () => (timer ? stop() : start()));
   model.on("change:value change:min change:max change:step change:description change:unit", show);
   show();
