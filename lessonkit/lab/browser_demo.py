@@ -478,7 +478,7 @@ def describe(base_url: str = PROXIED, prompt: str = llm.RUNNING_PROMPT) -> str:
     return "\n".join(
         [
             "In a live JupyterLab page the widget above runs two readers in your browser.",
-            "Neither calls the kernel's server (http://127.0.0.1:<port>/v1/stream) itself: the",
+            "Neither calls the kernel's server (127.0.0.1:<port>/v1/stream) itself: the",
             "page may run on another machine. Both ask the Jupyter server that served the page,",
             "which passes each request on to the kernel's server (jupyter-server-proxy):",
             f"  EventSource : new EventSource('{base_url}/v1/stream?prompt=...')",

@@ -9,8 +9,9 @@
 // that has the focus), keeps the notebook's shortcuts (arrows move between cells) away from
 // keys pressed here.
 
-let made = 0;
-const newId = (kind) => `lk-${kind}-${Date.now().toString(36)}-${(made += 1)}`;
+// Each control gets an id of its own for its <label for=...>: two with one id would be read
+// with each other's label (anywidget may load this module once per widget, so no counter).
+const newId = (kind) => `lk-${kind}-${crypto.getRandomValues(new Uint32Array(2)).join("-")}`;
 
 function element(tag, props = {}) {
   const el = document.createElement(tag);
@@ -73,7 +74,7 @@ function renderControl({ model, el }) {
       number.setAttribute("aria-label", `${name()}, typed`);
     }
     if (play) {
-      play.textContent = timer ? "⏸" : "▶";
+      play.textContent = timer ? "⏸ Pause" : "▶ Play"; // the visible words begin its name
       play.setAttribute("aria-label", `${timer ? "Pause" : "Play"} ${name()}`);
     }
   };

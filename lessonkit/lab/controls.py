@@ -34,7 +34,9 @@ _CSS = """
   margin: 2px 1.5em 2px 0; color: var(--jp-ui-font-color1);
   font-family: var(--jp-ui-font-family); font-size: var(--jp-ui-font-size1); }
 .lk-control label { white-space: nowrap; }
-.lk-control input[type="range"] { accent-color: var(--jp-brand-color1); width: 16em; margin: 0; }
+.lk-control input, .lk-control button { min-height: 24px; box-sizing: border-box; }
+.lk-control input[type="range"] { accent-color: var(--jp-brand-color1); width: 16em; height: 24px;
+  margin: 0; }
 .lk-control input[type="number"] { width: 6.5em; color: var(--jp-ui-font-color1);
   background: var(--jp-layout-color1); border: 1px solid var(--jp-border-color1);
   border-radius: 2px; padding: 1px 3px; font: inherit; }

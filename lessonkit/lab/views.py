@@ -128,8 +128,8 @@ def timeline_panes_html(blocking: str, streaming: str) -> str:
 def highlight_sse_html(raw: bytes, *, mark: bool = False, wrap: bool = True) -> str:
     """Return SSE bytes as HTML: each field name coloured, newlines drawn as ⏎, blank lines shown.
 
-    `mark` draws a bar beside the block (the event being inspected) and names it for a
-    screen reader. `wrap=False` keeps every line on one line (short examples in a table):
+    `mark` draws a bar beside the block (the event being inspected) and marks it
+    aria-current for a screen reader. `wrap=False` keeps every line on one line (short examples in a table):
     a wire line is never broken inside a token such as "Your" or "message_stop".
     """
     text = raw.decode("utf-8", errors="replace")
@@ -161,7 +161,7 @@ def highlight_sse_html(raw: bytes, *, mark: bool = False, wrap: bool = True) -> 
     current = ""
     if mark:
         style += f";border-left:4px solid {THEME['accent']};padding-left:6px"
-        current = ' aria-current="true" aria-label="the write being inspected"'
+        current = ' aria-current="true"'
     return f'<pre class="lk-wire" style="{style}"{current}>{"".join(out)}</pre>'
 
 
