@@ -9,9 +9,11 @@ PORT ?= 8888
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-# Where `pip install .` puts the course's JupyterLab settings (pyproject's data-files);
-# an editable install skips data files, so make copies it there itself.
+# Where `pip install .` puts the course's JupyterLab settings and its Jupyter server settings
+# (pyproject's shared-data: the browser demo's route, idle kernels culled); make copies them
+# there itself too, so an edit reaches .venv without a reinstall.
 SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/streaming-course.json
+SERVER_SETTINGS := $(VENV)/etc/jupyter/jupyter_server_config.d/streaming-course.json
 CHP := $(VENV)/share/chp/node_modules/.bin/configurable-http-proxy
 AXE := $(VENV)/share/axe/node_modules/axe-core/axe.min.js
 # pyproject.toml adds --nbval-current-env and the sanitize file to every pytest run.
@@ -20,10 +22,15 @@ LINTED := lessonkit tests bench notebooks solutions exercises
 
 # Plots must reach notebooks inline; an inherited MPLBACKEND=Agg hides them.
 unexport MPLBACKEND
+# Python writes its bytecode caches (.venv, __pycache__/, all ignored by git) even where
+# PYTHONDONTWRITEBYTECODE is set: without them every kernel, server and pytest process
+# compiles its imports again (JupyterLab's took 8.6 s instead of 4.4 s here).
+unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab test lint unit notebooks browser hub chromium assign bench clean setup
+.PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub chromium \
+	hub-proxy assign bench clean setup
 
-setup: $(STAMP) $(SETTINGS)
+setup: $(STAMP) $(SETTINGS) $(SERVER_SETTINGS)
 
 $(STAMP): pyproject.toml
 	@if command -v uv >/dev/null 2>&1; then \
@@ -42,6 +49,10 @@ $(STAMP): pyproject.toml
 $(SETTINGS): jupyter/overrides.d/streaming-course.json $(STAMP)
 	@mkdir -p $(dir $(SETTINGS))
 	@cp jupyter/overrides.d/streaming-course.json $(SETTINGS)
+
+$(SERVER_SETTINGS): jupyter/jupyter_server_config.d/streaming-course.json $(STAMP)
+	@mkdir -p $(dir $(SERVER_SETTINGS))
+	@cp jupyter/jupyter_server_config.d/streaming-course.json $(SERVER_SETTINGS)
 
 # Root (a container, CI) needs --allow-root; everyone else never sees it.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -65,15 +76,46 @@ lint: setup
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 
-# The browser and hub tests each run in a pytest process of their own: Playwright's sync API
-# keeps an event loop running in the main thread, which would break later tests that use
-# asyncio.run.
-unit: setup
-	$(BIN)/pytest tests --ignore=tests/browser --ignore=tests/hub
+# Each stage below is one target; `make test` runs the set-up, then every stage in
+# TEST_STAGES at the same time (they mostly wait: on kernels, browsers, paced streams),
+# prints each stage's output as it ends and then the time of each (tools/run_stages.py;
+# logs in test-artifacts/stages/). A new stage: its target, and its name here.
+TEST_STAGES := lint unit notebooks exercises browser hub
+TEST_JOBS ?= 0
+# 0: every stage at once; TEST_JOBS=1 runs them one after another.
+test:
+	@$(PYTHON) tools/run_stages.py --make "$(MAKE)" --setup "setup chromium" \
+		--jobs $(TEST_JOBS) $(TEST_STAGES)
+
+# `make test` three times in a row, each in a fresh clone of this commit started from a
+# background shell (signals as a script's `&` leaves them), beside two CPU burners.
+test-under-load:
+	@tools/test_under_load.sh
+
+# pytest-xdist: the unit tests in two worker processes, each test file in one of them (its
+# module fixtures start once). The browser and hub tests each run in a pytest process of
+# their own: Playwright's sync API keeps an event loop running in the main thread, which
+# would break later tests that use asyncio.run.
+XDIST := -n 2 --dist loadfile
+unit: setup sandbox-tools
+	$(BIN)/pytest $(XDIST) tests --ignore=tests/browser --ignore=tests/hub
+
+# lessonkit grade's sandbox needs bubblewrap (tests/grading/test_sandbox.py): installed here as root with apt.
+sandbox-tools:
+	@command -v bwrap >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "Installing bubblewrap (the grading sandbox) ..."; \
+			apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; \
+		else \
+			echo "bubblewrap is missing, so tests/grading/test_sandbox.py will fail:" \
+				"sudo apt-get install bubblewrap"; \
+		fi; }
 
 chromium: setup
 	@tools/ensure_chromium.sh $(BIN)
 
+hub-proxy: $(CHP)
 $(CHP): | $(STAMP)
 	@tools/ensure_hub_proxy.sh $(VENV)/share/chp
 
@@ -88,11 +130,13 @@ browser: setup chromium $(AXE)
 hub: setup chromium $(CHP)
 	$(BIN)/pytest tests/hub
 
+# Each notebook runs in one worker from start to end (--dist loadfile: nbval's cells
+# depend on each other). The six short exercises need no second worker.
 notebooks: setup
-	$(BIN)/pytest --nbval $(NBVAL) notebooks solutions
-	$(BIN)/pytest --nbval-lax $(NBVAL) exercises
+	$(BIN)/pytest --nbval $(NBVAL) $(XDIST) notebooks solutions
 
-test: lint unit notebooks browser hub
+exercises: setup
+	$(BIN)/pytest --nbval-lax $(NBVAL) exercises
 
 # exercises/ is generated from solutions/: regenerate after editing a solution.
 assign: setup
@@ -102,22 +146,18 @@ bench: setup
 	$(BIN)/python bench/bench_decoders.py
 	$(BIN)/python bench/bench_server.py
 	$(BIN)/python bench/bench_grading.py
+	$(BIN)/python bench/bench_explorers.py
+	$(BIN)/python bench/bench_class.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 
-# lessonkit grade's sandbox needs bubblewrap (tests/grading/test_sandbox.py): installed here as root with apt.
-.PHONY: sandbox-tools
-unit: sandbox-tools
-sandbox-tools:
-	@command -v bwrap >/dev/null 2>&1 || { \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "Installing bubblewrap (the grading sandbox) ..."; \
-			apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
-			{ apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; \
-		else \
-			echo "bubblewrap is missing, so tests/grading/test_sandbox.py will fail:" \
-				"sudo apt-get install bubblewrap"; \
-		fi; }
+# The zero-install edition: the course as a static JupyterLite site in $(LITE_DIR)
+# (tools/build_lite.py: its own pinned builder in .venv-lite, Python from npm's pyodide).
+# Try it: python3 -m http.server -d build/lite 8000, then open http://127.0.0.1:8000/
+LITE_DIR ?= build/lite
+.PHONY: lite
+lite:
+	$(PYTHON) tools/build_lite.py --out $(LITE_DIR)

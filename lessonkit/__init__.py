@@ -7,7 +7,9 @@
                (lesson01 ... lesson05), views (HTML, one palette), widgets, plots,
                browser_demo, envcheck
     serve/     the edge with sockets and clocks: the local streaming server (app,
-               checks, state, pacing, websocket, background, cli), proxy, rawhttp
+               checks, state, pacing, websocket, background, cli), proxy, rawhttp,
+               demo_socket, and the Jupyter server extensions jupyter_route and
+               jupyter_culling
     grading/   graded exercises: check() in the notebook, one module per exercise
                (ex1_response_times ... ex6_parse_sse), the engine, `lessonkit grade`
 

@@ -29,6 +29,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
         prog="lessonkit", description="Tools for the token-streaming course."
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.set_defaults(run=None)  # a sub-command sets its own
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(__version__)
         return 0
-    if not getattr(args, "run", None):
+    if args.run is None:
         parser.print_help()
         return 2
     try:

@@ -7,7 +7,7 @@ from lessonkit.serve.app import create_app
 from lessonkit.serve.background import BackgroundServer, running, serving
 from lessonkit.serve.checks import MAX_BODY_BYTES, MODEL, Settings
 from lessonkit.serve.cli import configure_parser, main
-from lessonkit.serve.state import Stats
+from lessonkit.serve.pacing import Stats
 
 __all__ = [
     "MAX_BODY_BYTES",

@@ -38,7 +38,7 @@ of about 15 minutes and optional **Going deeper** parts, clearly marked, that yo
 | 00 | `00_start_here` (this one) | how the course works; check that widgets render | 5 |
 | 01 | `01_why_streaming` | prefill and decode, time to first token (TTFT) vs total time, the 300 + 500 x 40 = 20,300 ms example, stopping early, timeouts, rendering sooner; the **timeline explorer**. Deeper: a real stream cancelled and measured | 16 + 5 |
 | 02 | `02_sse_on_the_wire` | one long HTTP response, chunked transfer encoding, the SSE event format, deltas, `[DONE]` vs named events; the **wire inspector**, the **walkthrough**. Deeper: HTTP/2 and HTTP/3 frames, the standard's corner rules, `curl -N` | 14 + 3 |
-| 03 | `03_reading_the_stream` | the client loop, arrivals vs events, UTF-8 split inside a character, testing by cutting, `EventSource` vs `fetch` in your browser; the **arrival stepper** and **UTF-8 explorer**. Deeper: three classic bugs cut everywhere | 16 + 3 |
+| 03 | `03_reading_the_stream` | the client loop, arrivals vs events, UTF-8 split inside a character, testing by cutting, `EventSource` vs `fetch` in your browser; the **arrival stepper** and **UTF-8 explorer**. Deeper: three classic bugs cut everywhere | 16 + 4 |
 | 04 | `04_practice_cuts_and_drops` | the lesson's practice: any cut gives the same text, a dropped connection gives a partial answer; the **drop explorer**; three predict-then-run experiments. Deeper: resume with `Last-Event-ID` | 16 + 3 |
 | 05 | `05_streaming_in_the_real_world` | where streaming is used, the five common mistakes shown live, SSE vs WebSockets, when not to stream. Deeper: a buffering proxy measured, the WebSocket handshake counted | 16 + 3 |
 
@@ -55,7 +55,7 @@ Two ways through:
 
 * **Core path**: 00, the core of 01 to 05, and exercises 1-3: about 108 minutes. Read the
   lessons in order and do each exercise when its lesson's *What's next* points to it.
-* **Full path**: everything, every *Going deeper* part and exercises 4-6 too: about 166
+* **Full path**: everything, every *Going deeper* part and exercises 4-6 too: about 167
   minutes."""
     ),
     md(
@@ -105,11 +105,13 @@ comes with its numbers in words.
 
 ## Check your set-up
 
-The next cell reports the versions this kernel uses. The one after shows a live widget:
+The next cell reports the versions this kernel uses and names its Python environment: the
+course's `.venv` on your own machine, or the environment of the JupyterHub or Binder you
+use (both are fine). The one after shows a live widget:
 drag the slider and the text under it should change at once. If, after running it, you still
 see only its dashed box, *"Error displaying widget"*, or a line of text like `VBox(children=...)`,
 see *Troubleshooting* in the README (usually: open the course with `make lab`, so that
-JupyterLab and the kernel come from the same environment)."""
+JupyterLab and the kernel come from the same environment; on a hub, tell your instructor)."""
     ),
     code(
         """from lessonkit.lab.envcheck import report

@@ -44,7 +44,9 @@ class StreamReader:
     After an error (a malformed event, an API ``error`` event, an event over
     ``max_event_bytes``) the reader keeps the text it had, records the error,
     and ignores the rest of the stream; such a reply is never complete. Events
-    after the end marker are ignored too.
+    after the end marker are ignored too. The events completed before an
+    oversized one are read first, whatever the cut (``EventTooLarge.events``),
+    so the reply is the same for every cut of the same bytes.
     """
 
     def __init__(
@@ -99,11 +101,11 @@ class StreamReader:
             )
         if self.finished:
             return []
+        too_large = None
         try:
             events = self._decoder.feed(chunk)
-        except EventTooLarge as exc:
-            self._error = f"event {self._events + 1}: {exc}"
-            return []
+        except EventTooLarge as exc:  # the events before the oversized one still count
+            events, too_large = exc.events, exc
         deltas: list[str] = []
         for event in events:
             self._events += 1
@@ -112,7 +114,9 @@ class StreamReader:
             if step.delta and step.error is None:
                 deltas.append(step.delta)
             if self.finished:
-                break
+                return deltas
+        if too_large is not None:
+            self._error = f"event {self._events + 1}: {too_large}"
         return deltas
 
     def _apply(self, step: Step, event: Event) -> None:

@@ -3,16 +3,18 @@
     from lessonkit.grading import check
     check("read_stream", read_stream)     # exercise id = the function's name
 
-May import: the standard library, ``lessonkit.core`` and the modules of this
-package (``guard`` and ``sandbox`` need nothing but the standard library and
-each other). IPython only inside the notebook display, httpx only inside
-``http_fetch``. Never ``lessonkit.lab``, except the colours of the notebook's
+May import: the standard library, ``lessonkit.core``, ``cloudpickle`` (inside
+``runners``) and the modules of this package (``guard`` and ``sandbox`` need
+nothing but the standard library and each other). IPython only inside the
+notebook display, httpx only inside ``http_fetch``. Never ``lessonkit.lab``, except the colours of the notebook's
 feedback box (``lessonkit.lab.views.FEEDBACK_COLOURS``, imported inside
 ``feedback_html``); never ``lessonkit.serve``, except inside ``live_resume``
 (exercise 5's live demo against the real server).
 
-    engine       Case, Rule (points, cause), Exercise, Outcome, Finding, Report; evaluate()
-    feedback     the feedback text (first failing rule in full, others by name) and the HTML box
+The exercises, and how one is judged:
+
+    engine       Case, Rule, Exercise/Answers, the outcome types, Finding, Report; evaluate()
+    feedback     the feedback text (the root bug in full, others by name) and the HTML box
     codec        values across a process boundary as JSON; the learner's line that raised
     streams      what the stream-reader exercises share: chunk cases, cuts, shape, diagnosis
     mistakes     the classic reader mistakes as code, to name the one a learner made
@@ -20,38 +22,50 @@ feedback box (``lessonkit.lab.views.FEEDBACK_COLOURS``, imported inside
     ex5_resume, ex6_parse_sse
                  one module per exercise: its rules and points, reference, hints, what
                  from lessonkit it may use
-    exercises    EXERCISES: exercise id -> Exercise, built on first use
-    integrity    which of the course's own answers learner code calls while it runs
+    exercises    EXERCISES: exercise id -> Exercise (the one import circle: it is the registry)
+    integrity    the course's own answers in learner code: calls, pasted code, held data
+
+Running learner code:
+
+    channel      the caller's end of the JSON-lines protocol with the process running it
+    child        that process: python -m lessonkit.grading.child (grading; --worker for check)
+    runners      check's runners: a worker process, or this process under a settrace budget
     notebook     check(), try_it, practice_fetch, live_resume: what the exercise notebooks call
-    channel      the grader's end of the JSON-lines protocol with the process running learner code
-    child        that process: python -m lessonkit.grading.child (one per learner)
-    guard        inside the sandbox, first: names the attempts the OS refuses
-    sandbox      one learner's child under bubblewrap and rlimits; its Report
-    runner       a learner's sandboxed child and the notebooks run in it
-    roster       who handed in what: one submission per learner, from any LMS layout
-    grade        `lessonkit grade`: grade a class headless, one CSV row per learner
-    report       the instructor's outputs: grades CSVs, feedback files, the class report
+
+`lessonkit grade`, as its four steps:
+
+    roster       1. find the submissions: one per learner from any LMS layout, the rest listed
+    runner       2. run each learner in its sandbox: LearnerHost, NotebookRun
+    sandbox      ... bubblewrap and rlimits around the child; its Report
+    guard        ... inside the sandbox, first: names the attempts the OS refuses
+    grade        3. judge each exercise (engine) for every learner; the command itself
+    report       4. write the outputs: Row, grades CSVs, gradebook imports, feedback, report
     assign       `lessonkit assign`: the exercise notebooks, generated from the solutions
 """
 
-from lessonkit.grading.exercises import EXERCISES
-from lessonkit.grading.notebook import (
-    CheckResult,
-    check,
-    grading_mode,
-    http_fetch,
-    live_resume,
-    practice_fetch,
-    try_it,
-)
+from __future__ import annotations
 
-__all__ = [
-    "EXERCISES",
-    "CheckResult",
-    "check",
-    "grading_mode",
-    "http_fetch",
-    "live_resume",
-    "practice_fetch",
-    "try_it",
-]
+import importlib
+from typing import Any
+
+# The public names, each loaded from its module on first use, so that the process that
+# runs learner code (python -m lessonkit.grading.child) starts without the notebook side.
+_PUBLIC = {
+    "EXERCISES": "lessonkit.grading.exercises",
+    "CheckResult": "lessonkit.grading.notebook",
+    "check": "lessonkit.grading.notebook",
+    "grading_mode": "lessonkit.grading.notebook",
+    "http_fetch": "lessonkit.grading.notebook",
+    "live_resume": "lessonkit.grading.notebook",
+    "practice_fetch": "lessonkit.grading.notebook",
+    "try_it": "lessonkit.grading.notebook",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    """Return a public name of the package, importing its module (PEP 562)."""
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'lessonkit.grading' has no attribute {name!r}")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)

@@ -1,50 +1,94 @@
 """The grader's end of the JSON-lines protocol with the process that runs learner code.
 
-``Channel(read_fd, write_fd, stop)`` talks to ``lessonkit.grading.child`` (a
-fresh interpreter, for ``lessonkit grade``) or to a forked copy of the kernel
-(the notebook's ``check``); both speak the protocol that ``child`` describes.
-``Channel.call_many(name, cases, limit_s) -> [Outcome]`` sends a rule's cases
-in one request and reads one reply per case (``call`` sends one); it never
-raises for what the other side does: silence past the limit is a time-out, a
-closed pipe, garbage or the child's host reporting that the notebook's process
-ended (``ended``) is ``ChildGone``, reported as an Outcome. Exercise 5's fetch
-requests are served here, from the case's ``Served`` argument. Each case's
-arguments are encoded once per process and reused for every learner.
+``Channel(read_fd, write_fd, stop)`` talks to ``lessonkit.grading.child``: the
+sandboxed child of ``lessonkit grade``, or the worker process of the
+notebook's ``check``; both speak the protocol that ``child`` describes.
+``Channel.call_many(name, cases, limit_s, encode) -> [Outcome]`` sends a rule's
+cases in one request and reads one reply per case. It never raises for what
+the other side does: silence past the limit is ``TimedOut``, a closed pipe or
+garbage is ``Ended``. Exercise 5's fetch requests are served here, from the
+case's ``Served`` argument.
+
+Lines are read by a small thread per channel (a pipe cannot be waited on with
+a time limit in the same way on every system; a thread and a queue can), so
+this works on Linux, macOS and Windows.
+
+How the other side went away is a type: ``ChildGone`` (the pipe closed: the
+process ended) and its subclass ``Garbled`` (it sent something that is not
+the protocol, and was stopped).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
+import queue
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from lessonkit.grading.codec import Served, encode_args, to_jsonable
-from lessonkit.grading.engine import PROCESS_ENDED, Case, Outcome
+from lessonkit.grading.codec import Served, line_at, to_jsonable
+from lessonkit.grading.engine import (
+    PROCESS_ENDED,
+    Case,
+    Ended,
+    Outcome,
+    Returned,
+    TimedOut,
+    raised,
+)
 
-__all__ = ["Channel", "ChildGone"]
+__all__ = ["Channel", "ChildGone", "Garbled"]
+
+MAX_REPLY_BYTES = 64 << 20
 
 
 class ChildGone(Exception):
-    """The process running the learner's code ended or stopped answering."""
+    """The process running the learner's code ended (its pipe closed)."""
+
+
+class Garbled(ChildGone):
+    """The other side sent something that is not the protocol."""
 
 
 class Channel:
     """The grader's end of the JSON-lines protocol of ``lessonkit.grading.child``."""
 
     def __init__(
-        self, read_fd: int, write_fd: int, stop: Callable[[], None], grace_s: float = 0.0
+        self,
+        read_fd: int,
+        write_fd: int,
+        stop: Callable[[], None],
+        grace_s: float = 0.0,
+        files: Mapping[str, str] | None = None,
     ) -> None:
-        self.read_fd = read_fd
-        self.grace_s = grace_s  # extra wait past a call's limit (a child with its own alarm)
         self.write_fd = write_fd
-        self._stop = stop
-        self._buffer = b""
+        self.files = files or {}  # code name -> its file here, for a source line to show
+        self.grace_s = grace_s  # extra wait past a call's limit (a child with its own alarm)
         self.alive = True
-        self.ended: dict | None = None  # the host's {"op": "ended", ...} once it came
+        self._read_fd = read_fd
+        self._stop = stop
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        """Put each line the other side writes on the queue; None at the end of the pipe."""
+        buffer = b""
+        try:
+            while True:
+                piece = os.read(self._read_fd, 1 << 16)
+                if not piece:
+                    break
+                buffer += piece
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    self._lines.put(line)
+                if len(buffer) > MAX_REPLY_BYTES:
+                    self._lines.put(b"\x00 more than 64 MB in one line")
+                    break
+        except OSError:
+            pass
+        self._lines.put(None)
 
     def send(self, message: dict) -> None:
         """Send one message; a dead child raises ChildGone."""
@@ -52,83 +96,65 @@ class Channel:
 
     def send_line(self, line: str) -> None:
         """Send one JSON text as a line; a dead child raises ChildGone."""
-        data = (line + "\n").encode("utf-8")
+        data = memoryview((line + "\n").encode("utf-8"))
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.write_fd, view) :]
+            while data:
+                data = data[os.write(self.write_fd, data) :]
         except OSError as exc:  # BrokenPipeError: the child is gone
             self.close()
             raise ChildGone(PROCESS_ENDED) from exc
 
     def receive(self, timeout_s: float) -> dict | None:
-        """Return the next message, or None if none came within timeout_s (then stop it)."""
-        deadline = time.monotonic() + timeout_s
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.close()
-                return None
-            ready, _, _ = select.select([self.read_fd], [], [], remaining)
-            if not ready:
-                continue
-            piece = os.read(self.read_fd, 1 << 16)
-            if not piece:
-                self.close()
-                raise ChildGone(PROCESS_ENDED)
-            self._buffer += piece
-            if len(self._buffer) > 64 << 20:
-                self.close()
-                raise ChildGone("the code sent back more than 64 MB")
-        line, self._buffer = self._buffer.split(b"\n", 1)
+        """Return the next message, or None if none came within timeout_s (then stop the child).
+
+        Raises ChildGone when the pipe closes, Garbled for anything that is not
+        a message.
+        """
+        try:
+            line = self._lines.get(timeout=max(timeout_s, 0.0))
+        except queue.Empty:
+            self.close()
+            return None
+        if line is None:
+            self._lines.put(None)  # every later read sees the end too
+            self.close()
+            raise ChildGone(PROCESS_ENDED)
         try:
             message = json.loads(line)
-        except ValueError as exc:
-            self.close()
-            raise ChildGone("the process running the code sent garbage") from exc
+        except ValueError:
+            message = None
         if not isinstance(message, dict):
             self.close()
-            raise ChildGone("the process running the code sent garbage")
-        if message.get("op") == "ended":
-            self.ended = message
-            raise ChildGone(PROCESS_ENDED)
+            raise Garbled("the process running the code sent garbage")
         return message
 
-    def call(self, name: str, case: Case, limit_s: float) -> Outcome:
-        """Return the Outcome of name(*case.args) in the child; fetch requests are served here."""
-        return self.call_many(name, [case], limit_s)[0]
-
-    def call_many(self, name: str, cases: Sequence[Case], limit_s: float) -> list[Outcome]:
+    def call_many(
+        self, name: str, cases: Sequence[Case], limit_s: float, encode: Callable[[Case], str]
+    ) -> list[Outcome]:
         """Return the Outcomes of name(*case.args) for each case, in one request.
 
         Stops after a time-out or a gone child: the list is then shorter than
-        ``cases`` and ends with that outcome.
+        ``cases`` and ends with that outcome. ``encode(case)`` gives the JSON
+        text of a case's arguments (a Plan encodes each case once).
         """
         if not self.alive:
-            return [Outcome(timed_out=True)]
+            return [TimedOut()]
         fakes = [next((a.serving() for a in c.args if isinstance(a, Served)), None) for c in cases]
         outcomes: list[Outcome] = []
         try:
             head = json.dumps({"op": "calls", "name": name, "limit_s": limit_s})
-            self.send_line(f'{head[:-1]}, "cases": [{",".join(_encoded(c) for c in cases)}]}}')
+            self.send_line(f'{head[:-1]}, "cases": [{",".join(encode(c) for c in cases)}]}}')
             for fake in fakes:
-                while True:
+                message = self.receive(limit_s + self.grace_s)
+                while message is not None and message.get("op") == "fetch" and fake is not None:
+                    self._serve_fetch(fake, message.get("last_event_id"))
                     message = self.receive(limit_s + self.grace_s)
-                    if message is None:
-                        outcomes.append(Outcome(timed_out=True, requests=_requests(fake)))
-                        return outcomes
-                    if message.get("op") == "fetch" and fake is not None:
-                        self._serve_fetch(fake, message.get("last_event_id"))
-                        continue
-                    break
-                outcomes.append(_outcome(message, fake))
-                if outcomes[-1].timed_out:
+                outcomes.append(_outcome(message, fake, self.files))
+                if outcomes[-1].stops:
                     return outcomes
         except ChildGone as exc:
             fake = fakes[len(outcomes)] if len(outcomes) < len(fakes) else None
-            outcomes.append(
-                Outcome(error=str(exc), error_type="ChildGone", requests=_requests(fake))
-            )
+            outcomes.append(Ended(reason=str(exc), requests=_requests(fake)))
         return outcomes
 
     def _serve_fetch(self, fake: Any, last_event_id: Any) -> None:
@@ -157,7 +183,7 @@ class Channel:
         try:
             self._stop()
         finally:
-            for fd in (self.read_fd, self.write_fd):
+            for fd in (self._read_fd, self.write_fd):
                 try:
                     os.close(fd)
                 except OSError:
@@ -173,45 +199,38 @@ class Channel:
         self.close()
 
 
-_encoded_args: dict[int, tuple[Case, str]] = {}
-_encoded_lock = threading.Lock()
-
-
-def _encoded(case: Case) -> str:
-    """Return the JSON text of a case's arguments, encoded once per case in this process."""
-    known = _encoded_args.get(id(case))
-    if known is not None and known[0] is case:
-        return known[1]
-    text = json.dumps(encode_args(case.args))
-    with _encoded_lock:
-        if len(_encoded_args) > 50_000:
-            _encoded_args.clear()
-        _encoded_args[id(case)] = (case, text)
-    return text
-
-
 def _requests(fake: Any) -> tuple | None:
     return tuple(fake.requests) if fake is not None else None
 
 
-def _outcome(message: dict, fake: Any) -> Outcome:
-    op = message.get("op")
+def _outcome(message: dict | None, fake: Any, files: Mapping[str, str]) -> Outcome:
+    """Return the Outcome a reply stands for (None: no reply in time).
+
+    A worker cannot read a notebook cell's source; the line it names is read
+    here, from ``files`` (code name -> file) when the worker's copy lost it.
+    """
+    requests = _requests(fake)
+    if message is None:
+        return TimedOut(requests=requests)
     listed = message.get("used")
     used = tuple(str(u)[:200] for u in listed[:20]) if isinstance(listed, list) else ()
+    op = message.get("op")
     if op == "result":
-        return Outcome(value=message.get("value"), requests=_requests(fake), used=used)
+        return Returned(value=message.get("value"), requests=requests, used=used)
     if op == "timeout":
-        return Outcome(timed_out=True, requests=_requests(fake), used=used)
+        return TimedOut(requests=requests, used=used)
+    if op == "exited":
+        return Ended(requests=requests, used=used)
     if op == "raised":
-        kind = str(message.get("type", "Exception"))
-        text = str(message.get("message", ""))
-        where = message.get("where")
-        return Outcome(
-            error=f"{kind}: {text}" if text else kind,
-            error_type=kind,
+        where, detail, at = message.get("where"), message.get("detail"), message.get("at")
+        if isinstance(where, str) and ":" not in where and isinstance(at, list) and len(at) == 3:
+            where = line_at(files.get(str(at[2]), str(at[0])), int(at[1]))
+        return raised(
+            str(message.get("type", "Exception")),
+            str(message.get("message", "")),
             where=str(where) if where else None,
-            requests=_requests(fake),
-            detail=str(message["detail"]) if message.get("detail") is not None else None,
+            detail=str(detail) if detail is not None else None,
+            requests=requests,
             used=used,
         )
-    return Outcome(error="an unexpected reply", error_type="Protocol", requests=_requests(fake))
+    return Ended(reason="the process running the code sent an unexpected reply", requests=requests)

@@ -1,21 +1,29 @@
-"""The process that runs a learner's code for grading: ``python -m lessonkit.grading.child``.
+"""The process that runs learner code: ``python -m lessonkit.grading.child [--worker]``.
 
-It runs the notebook's code cells, then answers the grader's requests: "call
-read_stream with these chunks", "send me the value of now_change_it". It only
-ever sends results back; the grader (another process, out of reach of the
-learner's code) compares them with the reference. So a submission that
-redefines ``check``, patches ``lessonkit`` or prints "passed" changes nothing
-the grader believes.
+It answers requests such as "call read_stream with these chunks" or "send me
+the value of now_change_it", and only ever sends results back; the other side
+(out of reach of the learner's code) compares them with the reference. So a
+submission that redefines ``check``, patches ``lessonkit`` or prints "passed"
+changes nothing the grader believes. Every call runs while an
+``integrity.Recorder`` records, and each reply lists the course answers it ran
+into.
 
-One child serves one learner, inside that learner's sandbox
-(``lessonkit.grading.sandbox``): it sets up the sandbox's guard
-(``guard.child_setup``), imports the course once and records calls into the
-course's own answers (``integrity.install``), then runs each of the learner's
-notebooks in a forked copy of itself, so no notebook pays for an interpreter
-and the imports again and no notebook's state leaks into the next.
+Two uses:
+
+* ``lessonkit grade``: one child serves one learner, inside that learner's
+  sandbox (``lessonkit.grading.sandbox``). It sets up the sandbox's guard
+  (``guard.child_setup``), imports the course once, then runs the learner's
+  notebooks one after the other, each in a namespace of its own. A SIGALRM
+  timer stops a call or a cell at its limit. A notebook whose code ends the
+  process ends the child: the grader starts a fresh sandbox for what is left.
+* ``check`` in a notebook (``--worker``): a worker started for one check. Its
+  first message is the learner's function, pickled by value with what it refers
+  to (``cloudpickle``: helpers from other cells, constants, classes; modules by
+  name); then it serves calls. The kernel stops it when a call overruns.
 
 The protocol is one JSON object per line. Grader -> child, on stdin::
 
+    {"op": "function", "name": "read_stream", "pickle": base64}   (--worker: first, once)
     {"op": "notebook", "cells": [source, ...], "names": [...], "values": [...], "exec_limit_s": 30}
     {"op": "calls", "name": "read_stream", "cases": [[arg, ...], ...], "limit_s": 3}
     {"op": "call", "name": "read_stream", "args": [...], "limit_s": 3}
@@ -23,39 +31,47 @@ The protocol is one JSON object per line. Grader -> child, on stdin::
     {"op": "fetched", "chunks": [...]}   /   {"op": "fetch_failed", "message": "..."}
     {"op": "quit"}     (ends the notebook; a second one, or the end of input, ends the child)
 
+A notebook's code that ends the process (``os._exit``, a crash, a limit) ends
+the child: the grader sees its pipe close, and the sandbox's report says how.
+
 Child -> grader, on the stdout it had at start (fd 1 then points to /dev/null)::
 
     {"op": "ready", "found": [...], "cell_errors": [...], "stopped": "...",
-     "cell_used": [...], "copied": {name: [...]}, "tampered": [...]}
-    {"op": "result", "value": ..., "used": [...]}  /  {"op": "raised", "type": ..., ...}
-    {"op": "timeout"}  /  {"op": "fetch", "last_event_id": ...}
-    {"op": "ended", "code": N} or {"op": "ended", "signal": N}   (the notebook's process ended)
+     "cell_used": [...], "copied": {name: [...]}}
+    {"op": "result", "value": ..., "used": [...]}
+    {"op": "raised", "type": ..., "message": ..., "where": ..., "at": [file, line], ...}
+    {"op": "timeout"}  /  {"op": "exited"} (sys.exit)  /  {"op": "fetch", "last_event_id": ...}
 
 A "calls" request gets one reply per case, in order, and stops after a
-"timeout". ``serve`` is shared with the notebook's ``check``, whose forked
-child speaks the same protocol.
+"timeout".
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import io
 import json
 import linecache
 import os
+import pickle
 import signal
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from lessonkit.grading import guard, integrity
+from lessonkit.grading import guard
 from lessonkit.grading.codec import (
     decode_args,
     error_detail,
     from_jsonable,
+    learner_frame,
     learner_line,
     materialize,
+    message_of,
     to_jsonable,
 )
+from lessonkit.grading.integrity import Catalogue, Recorder
 
 __all__ = ["Wire", "main", "run_cells", "serve"]
 
@@ -114,9 +130,19 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise CallTimeout
 
 
-def _call(target: Callable[..., Any], args: list, limit_s: Any, use_alarm: bool) -> dict:
-    """Return the reply to one call of the learner's function, with the course answers it used."""
-    with integrity.recording() as used:
+def _call(
+    target: Callable[..., Any],
+    args: list,
+    limit_s: Any,
+    use_alarm: bool,
+    recorder: Recorder,
+    watch: bool = True,
+) -> dict:
+    """Return the reply to one call of the learner's function, with the course answers it used.
+
+    ``watch`` False runs the call without the recorder (see ``watched``).
+    """
+    with recorder.recording() if watch else contextlib.nullcontext():
         try:
             if use_alarm:
                 _arm(limit_s)
@@ -128,20 +154,38 @@ def _call(target: Callable[..., Any], args: list, limit_s: Any, use_alarm: bool)
             reply = {"op": "result", "value": to_jsonable(value)}
         except CallTimeout:
             reply = {"op": "timeout"}
-        except BaseException as exc:  # SystemExit and KeyboardInterrupt too: report them
+        except SystemExit:
+            reply = {"op": "exited"}  # the function tried to end the process
+        except BaseException as exc:  # KeyboardInterrupt too: report it
             reply = {
                 "op": "raised",
                 "type": type(exc).__name__,
-                "message": _message(exc),
+                "message": message_of(exc),
                 "where": learner_line(exc.__traceback__),
+                "at": learner_frame(exc.__traceback__),
                 "detail": error_detail(exc),
             }
+    used = recorder.take()
     if used:
-        reply["used"] = list(used)
+        reply["used"] = used
     return reply
 
 
-def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None:
+WATCH_FIRST, WATCH_EVERY = 3, 8
+
+
+def watched(index: int) -> bool:
+    """Return True for the calls of a batch that run under the recorder.
+
+    Watching a call costs the trace hook on each Python call it makes (about
+    3x the time of a reader's call), so each rule's first three cases -- its
+    smallest -- and every eighth case after them are watched: a function that
+    hands its work to the course's answer does it on every input.
+    """
+    return index < WATCH_FIRST or index % WATCH_EVERY == 0
+
+
+def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool, recorder: Recorder) -> None:
     """Answer call, calls and value requests until "quit" or the end of input."""
 
     def fetch(last_event_id: str | None = None) -> list[bytes]:
@@ -166,21 +210,16 @@ def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool) -> None:
             wire.send({"op": "result", "value": to_jsonable(target)})
             continue
         batch = request.get("cases", []) if op == "calls" else [request.get("args", [])]
-        for args in batch:
+        for index, args in enumerate(batch):
             if not callable(target):
                 reply = {"op": "raised", "type": "LookupError", "message": f"no function {name}"}
             else:
-                reply = _call(target, decode_args(args, fetch), request.get("limit_s"), use_alarm)
+                call_args = decode_args(args, fetch)
+                limit_s, watch = request.get("limit_s"), watched(index)
+                reply = _call(target, call_args, limit_s, use_alarm, recorder, watch)
             wire.send(reply)
             if reply["op"] == "timeout":
                 break
-
-
-def _message(exc: BaseException) -> str:
-    try:
-        return str(exc)[:2000]
-    except Exception:
-        return "(the exception's message could not be shown)"
 
 
 def _clean_cell(source: str) -> str:
@@ -199,7 +238,11 @@ def _clean_cell(source: str) -> str:
 
 
 def run_cells(
-    cells: list[str], names: list[str], values: list[str], exec_limit_s: float
+    cells: list[str],
+    names: list[str],
+    values: list[str],
+    exec_limit_s: float,
+    shown_limit_s: float | None = None,
 ) -> tuple[dict[str, Any], list[dict], str]:
     """Run the cells in one namespace; return (graded objects, cell errors, why it stopped).
 
@@ -215,6 +258,9 @@ def run_cells(
     found: dict[str, Any] = {}
     errors: list[dict] = []
     stopped = ""
+    too_long = f"the notebook's code did not finish within {shown_limit_s or exec_limit_s:g} s" + (
+        " (--timeout)" if shown_limit_s else ""
+    )
     _arm(exec_limit_s)
     try:
         for index, source in enumerate(cells):
@@ -224,7 +270,7 @@ def run_cells(
             try:
                 exec(compile(code_text, filename, "exec"), namespace)
             except CallTimeout:
-                stopped = f"the notebook's code did not finish within {exec_limit_s:g} s"
+                stopped = too_long
                 errors.append({"cell": index + 1, "error": stopped})
                 break
             except SystemExit:
@@ -233,7 +279,7 @@ def run_cells(
                 break
             except BaseException as exc:
                 where = learner_line(exc.__traceback__)
-                message = f"{type(exc).__name__}: {_message(exc)}"
+                message = f"{type(exc).__name__}: {message_of(exc)}"
                 errors.append(
                     {
                         "cell": index + 1,
@@ -252,60 +298,53 @@ def run_cells(
                     if isinstance(namespace.get(name), dict):
                         found[name] = namespace[name]
     except CallTimeout:
-        stopped = f"the notebook's code did not finish within {exec_limit_s:g} s"
+        stopped = too_long
     finally:
         _disarm()
     return found, errors, stopped
 
 
-def run_notebook(wire: Wire, setup: dict) -> None:
+def run_notebook(wire: Wire, setup: dict, catalogue: Catalogue) -> None:
     """Run one notebook's cells (recording course answers they call), report, then serve calls."""
     names, values = list(setup.get("names", [])), list(setup.get("values", []))
-    with integrity.recording() as cell_used:
+    recorder = Recorder()
+    with recorder.recording():
         found, errors, stopped = run_cells(
-            list(setup.get("cells", [])), names, values, float(setup.get("exec_limit_s", 30))
+            list(setup.get("cells", [])),
+            names,
+            values,
+            float(setup.get("exec_limit_s", 30)),
+            setup.get("timeout_s"),
         )
-    copied = {name: integrity.copies(found[name]) for name in names if name in found}
+    cell_used = recorder.take()
+    copied = {name: catalogue.copies(value) for name, value in found.items()}
     wire.send(
         {
             "op": "ready",
             "found": sorted(found),
             "cell_errors": errors,
             "stopped": stopped,
-            "cell_used": list(cell_used),
+            "cell_used": cell_used,
             "copied": {name: names for name, names in copied.items() if names},
-            "tampered": integrity.tampering(),
         }
     )
-    serve(wire, found.get, use_alarm=True)
+    serve(wire, found.get, use_alarm=True, recorder=recorder)
 
 
-def _host(wire: Wire) -> int:
-    """Run each "notebook" request in a forked copy of this process, one after the other."""
+def _notebooks(wire: Wire) -> int:
+    """Run each "notebook" request in its own namespace, one after the other, until "quit"."""
+    catalogue = Catalogue()  # the course's answers, read once for every notebook
     while True:
         request = wire.receive()
         if request is None or request.get("op") == "quit":
             return 0
         if request.get("op") != "notebook":
             return 2
-        with guard.trusted():  # the host's own fork is not the learner's
-            pid = os.fork()
-        if pid == 0:
-            try:
-                run_notebook(wire, request)
-            finally:
-                os._exit(0)
-        _, status = os.waitpid(pid, 0)
-        wire.buffer = b""  # what the notebook's process read is its own
-        if os.WIFSIGNALED(status):
-            wire.send({"op": "ended", "signal": os.WTERMSIG(status)})
-        else:
-            wire.send({"op": "ended", "code": os.waitstatus_to_exitcode(status)})
+        run_notebook(wire, request, catalogue)
 
 
-def main() -> int:
-    """Serve one learner's notebooks on the original stdin/stdout; learner output goes nowhere."""
-    guard.child_setup()  # first: the sandbox's guard sees everything after it
+def _own_pipes() -> Wire:
+    """Return the protocol's wire on the original stdin/stdout; learner output then goes nowhere."""
     read_fd, write_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -313,14 +352,29 @@ def main() -> int:
     os.close(null)
     sys.stdin = io.StringIO("")
     sys.stdout = sys.stderr = _Discard()
+    return Wire(read_fd, write_fd)
+
+
+def main() -> int:
+    """Serve one learner's notebooks (grading, in the sandbox)."""
+    guard.child_setup()  # first: the sandbox's guard sees everything after it
+    wire = _own_pipes()
     signal.signal(signal.SIGALRM, _on_alarm)
-    from lessonkit.grading.exercises import EXERCISES  # the notebooks' imports, loaded once
+    import lessonkit.grading.exercises  # noqa: F401  the notebooks' imports, loaded once
 
-    len(EXERCISES)  # built here once, not in every notebook's process
+    return _notebooks(wire)
 
-    integrity.install()
-    return _host(Wire(read_fd, write_fd))
+
+def worker_main() -> int:
+    """Serve one learner function for ``check`` (the kernel stops this process on a time-out)."""
+    wire = _own_pipes()
+    first = wire.receive()
+    if first is None or first.get("op") != "function":
+        return 2
+    fn = pickle.loads(base64.b64decode(first["pickle"]))  # sent by the learner's own kernel
+    serve(wire, {str(first.get("name")): fn}.get, use_alarm=False, recorder=Recorder())
+    return 0
 
 
 if __name__ == "__main__":
-    os._exit(main())
+    os._exit(worker_main() if sys.argv[1:] == ["--worker"] else main())

@@ -1,7 +1,7 @@
 """Values across a process boundary: ``to_jsonable(value)`` and back, and where code raised.
 
-The learner's function runs in another process (a forked copy of the kernel,
-or ``python -m lessonkit.grading.child``); what it returns comes back as JSON:
+The learner's function may run in another process (``python -m
+lessonkit.grading.child``); what it returns comes back as JSON:
 bytes as ``{"__bytes__": base64}``, tuples as lists, anything else as its repr
 (``{"__repr__": ..., "__type__": ...}``). A generator's items are collected
 first (``materialize``), so ``yield`` is a fine way to write an answer. A list of
@@ -17,6 +17,7 @@ Pure: no clocks, sockets or widgets.
 from __future__ import annotations
 
 import base64
+import linecache
 import os
 import traceback
 from collections.abc import Callable, Sequence
@@ -29,8 +30,11 @@ __all__ = [
     "encode_args",
     "error_detail",
     "from_jsonable",
+    "learner_frame",
     "learner_line",
+    "line_at",
     "materialize",
+    "message_of",
     "to_jsonable",
 ]
 
@@ -130,6 +134,14 @@ def decode_args(args: Sequence[Any], fetch: Callable[..., Any] | None = None) ->
     return out
 
 
+def message_of(exc: BaseException) -> str:
+    """Return an exception's message, at most 2,000 characters (never raises)."""
+    try:
+        return str(exc)[:2000]
+    except Exception:
+        return "(the exception's message could not be shown)"
+
+
 def error_detail(exc: BaseException) -> str | None:
     """Return the start of the text a JSONDecodeError could not parse (None for other errors)."""
     doc = getattr(exc, "doc", None)
@@ -138,14 +150,29 @@ def error_detail(exc: BaseException) -> str | None:
     return None
 
 
-def learner_line(tb: Any) -> str | None:
-    """Return "line N: source" of the innermost traceback frame in the learner's code."""
+def learner_frame(tb: Any) -> tuple[str, int, str] | None:
+    """Return (file name, line number, code name) of the innermost frame in the learner's code."""
     where = None
-    for frame in traceback.extract_tb(tb):
-        name = os.path.abspath(frame.filename) if not frame.filename.startswith("<") else ""
+    for frame, lineno in traceback.walk_tb(tb):
+        code = frame.f_code
+        name = os.path.abspath(code.co_filename) if not code.co_filename.startswith("<") else ""
         if name.startswith(_LIBRARY) or name.startswith(_STDLIB):
             continue
-        where = (
-            f"line {frame.lineno}: {frame.line.strip()}" if frame.line else f"line {frame.lineno}"
-        )
+        where = (code.co_filename, lineno or 0, code.co_qualname)
     return where
+
+
+def learner_line(tb: Any) -> str | None:
+    """Return "line N: source" of the innermost traceback frame in the learner's code."""
+    where = learner_frame(tb)
+    return line_at(where[0], where[1]) if where else None
+
+
+def line_at(filename: str, lineno: int) -> str:
+    """Return "line N: source", or "line N" where this process cannot read the source.
+
+    The kernel can read a notebook cell's source; a worker process it started
+    cannot, so the kernel fills it in from the worker's file name and number.
+    """
+    source = linecache.getline(filename, lineno).strip()
+    return f"line {lineno}: {source}" if source else f"line {lineno}"

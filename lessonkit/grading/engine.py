@@ -1,89 +1,168 @@
-"""Learner function versus reference, over many inputs: ``evaluate(exercise, run) -> Report``.
+"""Learner function versus reference, over many inputs: ``evaluate(exercise, calls, mode) -> Report``.
 
-* **How an exercise is defined.** An ``Exercise`` (id, title, points) is a
-  tuple of ``Rule`` objects plus a reference function and a few small
-  functions that say how a result is compared (``same``), checked for shape
-  (``shape``: "must return a tuple") and shown (``show_input``,
-  ``show_value``). A ``Rule`` is one behaviour in words ("a character split
-  across chunks survives"), the points it is worth, a hint, the mistake it is
-  about (``cause``) and its inputs (``Case``). The reference answer of every
-  case is computed by the exercise's module (``ex2_read_stream.reference`` ...),
-  never stored.
-* **Points.** Each rule declares its points (the lesson's core behaviour is
-  worth more than an edge case); an exercise's points are their sum, and a
-  rule earns its points only when every one of its cases passes. The exercise
-  intros print the same table.
+* **An exercise is data.** An ``Exercise`` (id, title, points) is a tuple of
+  ``Rule`` objects plus a reference and a few small functions that say how a
+  result is compared (``same``), checked for shape (``shape``: "must return a
+  tuple") and shown (``show_input``, ``show_value``). ``Answers`` is the kind
+  of exercise whose learner fills in a dict instead of writing a function. A
+  ``Rule`` is one behaviour in words ("a character split across chunks
+  survives"), its points, a hint, the mistake it is about (``cause``) and its
+  inputs (``Case``). Reference answers are computed, never stored.
+* **An outcome is a type.** How one call ended: ``Returned`` (a value),
+  ``Raised`` (an exception; ``NotWritten`` for the stub's
+  NotImplementedError), ``TimedOut`` or ``Ended`` (the process running it
+  ended). The last two stop checking.
+* **Points.** A rule earns its points only when every one of its cases passes;
+  an exercise's points are the sum of its rules' points.
 * **Public vs hidden.** ``Rule(hidden=True)`` runs only at grading
-  (``lessonkit grade``); its inputs are drawn from the instructor's seed
-  (``cases(seed)``), so no hidden input is written anywhere in the package, and
-  its feedback names the rule and what came back, never the input. Every
-  hidden rule extends a public one of the same kind (``Rule.extends``), so
-  nothing is a surprise at grading. Everything else runs in ``check``.
-* **Shrinking.** There is no search: each rule's cases are sorted by
-  ``Case.size`` (bytes, then chunks) and a rule fails at its first failing
-  case, so the input shown is the smallest one that breaks the function. A
-  case may carry ``control`` arguments (the same input without the feature the
-  rule is about, e.g. without the empty chunks): a failure counts for the rule
-  only when the control passes, so the rule never blames a bug that another
-  rule is about.
-* **Which bug.** ``Exercise.diagnose(case, outcome)`` names the mistake behind a
-  failure (a ``cause``, read from what came back); the hint shown is the hint
-  of the rule about that cause, and the feedback says "probably the same
-  cause" only for failures diagnosed alike.
-* **The course's own answer.** An outcome lists the course functions the call
-  ran into (``Outcome.used``, recorded by ``lessonkit.grading.integrity`` in the
-  process that ran it). Those the exercise does not allow make the report's
-  score 0 and its headline say so, unless ``allow_lessonkit`` is given.
-* **Running.** The caller passes ``run(case) -> Outcome`` or, faster across a
-  process boundary, ``run_many(cases) -> [Outcome]`` (one round trip per
-  rule). Cases and reference answers are built once per exercise, seed and
-  mode (``plan``) and shared by every learner graded in this process.
+  (``Mode(hidden=True)``); its inputs are drawn from the grading seed, and its
+  feedback names the rule and what came back, never the input.
+* **Shrinking.** No search: each rule's cases are sorted by ``Case.size``
+  (bytes, then chunks) and a rule fails at its first failing case. A case may
+  carry ``control`` arguments (the same input without the rule's feature): a
+  failure counts for the rule only when the control passes.
+* **Which bug.** ``Exercise.diagnose(case, outcome)`` names the mistake behind
+  a failure (a ``cause``); its hint is the one shown. The failure shown in full
+  (``Report.shown``) is the learner's root bug: the cause of the first failing
+  rule, shown on the smallest input of any rule that failed for that cause. A
+  call that never returned gets the hint about loops, a wrong type the hint
+  about the type.
+* **The course's own answer.** Each outcome lists the course answers the call
+  ran into (``Outcome.used``, recorded by ``lessonkit.grading.integrity``);
+  those the exercise does not allow make the score 0 (``Mode.allow_lessonkit``
+  accepts them).
 
-This module never runs learner code itself with a time limit: the notebook's
-``check`` runs the learner's function in a forked process, ``lessonkit grade``
-in a sandboxed interpreter; the reference answers are computed here.
+The caller hands ``evaluate`` a ``Calls`` function, ``calls(cases) ->
+[Outcome]`` (one round trip per rule; it may stop early after an outcome that
+stops). This module never runs learner code under a time limit itself:
+``lessonkit.grading.runners`` does for ``check``, the sandboxed child for
+``lessonkit grade``. Pure: no clocks, sockets or processes.
 """
 
 from __future__ import annotations
 
-import threading
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
-from lessonkit.grading import feedback
 from lessonkit.grading.codec import (
     SHOWN_CHARS,
     Served,
+    encode_args,
     error_detail,
     learner_line,
     materialize,
+    message_of,
     to_jsonable,
 )
 
 __all__ = [
     "CALL_LIMIT_S",
     "DEFAULT_SEED",
+    "LOOP_HINT",
     "PROCESS_ENDED",
+    "Answers",
+    "Calls",
     "Case",
+    "Ended",
+    "Evaluation",
     "Exercise",
     "Finding",
+    "Mode",
+    "NotWritten",
     "Outcome",
     "Plan",
+    "Raised",
     "Report",
+    "Returned",
     "Rule",
+    "TimedOut",
     "call_in_process",
     "evaluate",
-    "evaluate_value",
-    "one_at_a_time",
-    "plan",
-    "stops",
+    "evaluate_answers",
+    "in_process",
+    "raised",
     "unanswered",
 ]
 
 CALL_LIMIT_S = 3.0  # one call of the learner's function
 DEFAULT_SEED = 0  # hidden inputs when no seed is given (tests); `lessonkit grade` draws its own
 PROCESS_ENDED = "your function ended the process running it (sys.exit / os._exit?)"
+LOOP_HINT = (
+    "Your function did not return: look for a loop that never ends -- a `while` whose "
+    "condition never changes, or a buffer that never gets shorter (the cut of an event "
+    "must remove it from the buffer)."
+)
+
+
+# ---------------------------------------------------------------------------
+# How one call ended
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """What one call of the learner's function did; the subclasses say how it ended."""
+
+    requests: tuple | None = None  # resume: the Last-Event-ID of each fetch call
+    used: tuple[str, ...] = ()  # course answers the call ran into (lessonkit.grading.integrity)
+    stops: ClassVar[bool] = False  # True: no further call can run (checking stops)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Returned(Outcome):
+    """The call returned ``value`` (in its JSON form)."""
+
+    value: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Raised(Outcome):
+    """The call raised an exception of type ``error_type``."""
+
+    error_type: str
+    message: str = ""
+    where: str | None = None  # the learner's line that raised, when known
+    detail: str | None = None  # JSONDecodeError: the start of the text it could not parse
+
+    @property
+    def error(self) -> str:
+        """Return "TypeError: message" (the type alone when the message is empty)."""
+        return f"{self.error_type}: {self.message}" if self.message else self.error_type
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotWritten(Raised):
+    """The call raised NotImplementedError: the stub is still there."""
+
+    error_type: str = "NotImplementedError"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimedOut(Outcome):
+    """The call gave no answer within its time limit (and was stopped), or never started:
+    ``budget`` says why when the notebook's whole time ran out first."""
+
+    budget: str = ""
+    stops: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ended(Outcome):
+    """The process running the call ended (sys.exit, os._exit, a crash)."""
+
+    reason: str = PROCESS_ENDED
+    stops: ClassVar[bool] = True
+
+
+def raised(error_type: str, message: str = "", **more: Any) -> Raised:
+    """Return the Raised outcome of an exception named ``error_type`` (NotWritten for the stub)."""
+    kind = NotWritten if error_type == "NotImplementedError" else Raised
+    return kind(error_type=error_type, message=message, **more)
+
+
+# ---------------------------------------------------------------------------
+# An exercise as data
 
 
 @dataclass(frozen=True)
@@ -98,33 +177,13 @@ class Case:
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What one call did: a JSON value, an error, or no answer in time."""
-
-    value: Any = None
-    error: str | None = None  # "TypeError: message"
-    error_type: str | None = None
-    where: str | None = None  # the learner's line that raised, when known
-    timed_out: bool = False
-    requests: tuple | None = None  # resume: the Last-Event-ID of each fetch call
-    detail: str | None = None  # JSONDecodeError: the start of the text it could not parse
-    used: tuple[str, ...] = ()  # course answers the call ran into (lessonkit.grading.integrity)
-
-
-def stops(outcome: Outcome) -> bool:
-    """Return True for an outcome after which no call can run: a time-out or a gone process."""
-    return outcome.timed_out or outcome.error_type == "ChildGone"
-
-
-@dataclass(frozen=True)
 class Rule:
     """A behaviour the exercise asks for, its points, and the cases that check it.
 
     ``cases()`` builds the inputs of a public rule; a hidden rule's
     ``cases(seed)`` draws them from the grading seed. ``cause`` names the
-    mistake the rule is about ("decode", "while", ...): a failure elsewhere
-    diagnosed as that mistake gets this rule's hint. ``extends`` (hidden rules)
-    names the public rule whose kind of input it tests more of.
+    mistake the rule is about ("decode", "while", ...). ``extends`` (hidden
+    rules) names the public rule whose kind of input it tests more of.
     """
 
     name: str
@@ -142,6 +201,65 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Exercise:
+    """A graded function: its rules, its reference and how results are compared and shown."""
+
+    id: str
+    title: str
+    points: float
+    rules: tuple[Rule, ...]
+    reference: Callable[[Case], Any] = field(repr=False)
+    shape: Callable[[Any], str | None] = field(default=lambda value: None, repr=False)
+    shape_hint: str = ""  # the hint for a result of the wrong type ("" -> the rule's hint)
+    same: Callable[[Case, Any, Any], bool] = field(
+        default=lambda case, expected, got: expected == got, repr=False
+    )
+    show_input: Callable[[Case], str] = field(default=lambda case: repr(case.args), repr=False)
+    show_value: Callable[[Any], str] = field(default=lambda value: repr(value), repr=False)
+    got_of: Callable[[Outcome], Any] = field(
+        default=lambda outcome: getattr(outcome, "value", None), repr=False
+    )
+    # The mistake behind a failure, read from what came back (an error type, a telltale
+    # text), or None: its hint is taken from `hints` (by default the rule with that cause).
+    # Called with the failing case and outcome, then the rule's other cases and outcomes
+    # (to tell apart two mistakes that give the same answer on the failing case).
+    diagnose: Callable[..., str | None] = field(
+        default=lambda case, outcome, more=(): None, repr=False
+    )
+    extra_hints: dict[str, str] = field(default_factory=dict, repr=False)
+    # What from lessonkit the function may call (module prefixes such as "lessonkit.sse"),
+    # and what to write instead of the course's answer ("reader", "timing formula").
+    allowed: tuple[str, ...] = ()
+    own_work: str = "code"
+
+    asks_for: ClassVar[str] = "function"  # what the notebook must define under the id
+    uses_words: ClassVar[str] = "your function calls it"
+
+    @property
+    def hints(self) -> dict[str, str]:
+        """Return cause -> hint: each rule's hint under its cause, plus the extra ones."""
+        found = {rule.cause: rule.hint for rule in self.rules if rule.cause}
+        return {**found, **self.extra_hints}
+
+    @property
+    def has_hidden(self) -> bool:
+        """Return True when some rules run only at grading."""
+        return any(rule.hidden for rule in self.rules)
+
+
+@dataclass(frozen=True)
+class Answers(Exercise):
+    """An exercise whose learner fills in a dict of answers; each case's args are (key,)."""
+
+    asks_for: ClassVar[str] = "dict"
+    uses_words: ClassVar[str] = "your answers come from it"
+
+
+# ---------------------------------------------------------------------------
+# Verdicts
+
+
+@dataclass(frozen=True)
 class Finding:
     """The verdict on one rule: passed, or the smallest failing case shown."""
 
@@ -155,7 +273,10 @@ class Finding:
     hint: str = ""
     not_run: bool = False
     max_points: float = 1.0
-    cause: str = ""  # the mistake diagnosed for this failure ("" when passed or unknown)
+    cause: str = ""  # the mistake behind the failure: diagnosed, else the rule's own
+    diagnosed: bool = False  # True when `cause` was read from what came back
+    size: tuple = ()  # the failing case's size (to find the smallest input of a mistake)
+    about: str = ""  # the mistake the rule itself is about (Rule.cause)
 
     @property
     def points(self) -> float:
@@ -165,21 +286,27 @@ class Finding:
 
 @dataclass(frozen=True)
 class Report:
-    """The verdict on one exercise: findings per rule, score and feedback text."""
+    """The verdict on one exercise: findings per rule, score, and what it used."""
 
-    exercise: str
-    title: str
-    points: float
+    exercise: Exercise
     findings: tuple[Finding, ...] = ()
     not_attempted: bool = False
     problem: str = ""  # why the function could not be checked at all ("not found", ...)
     stopped: str = ""  # why checking stopped early (a call that never returned)
     graded: bool = False  # True when hidden rules ran too
-    has_hidden: bool = True  # the exercise has rules that only grading runs
-    kind: str = "function"  # "value": the learner fills in answers instead of a function
     integrity: tuple[str, ...] = ()  # course answers used that the exercise does not allow
     allowed_use: tuple[str, ...] = ()  # ... used, but accepted (allow_lessonkit)
-    advice: str = ""  # what to do instead ("write your own reader")
+    raised: tuple[str, ...] = ()  # the exception types the calls raised (MemoryError...)
+
+    @property
+    def id(self) -> str:
+        """Return the exercise id."""
+        return self.exercise.id
+
+    @property
+    def points(self) -> float:
+        """Return the exercise's points."""
+        return self.exercise.points
 
     @property
     def passed_rules(self) -> int:
@@ -211,62 +338,64 @@ class Report:
         """Return the points earned; 0 while the function hands its work to the course's answer."""
         return 0.0 if self.integrity else self.earned
 
-    def text(self) -> str:
-        """Return the feedback as plain text (stable: no times, no addresses)."""
-        return feedback.report_text(self)
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """A graded exercise: its rules, its reference and how results are compared and shown."""
-
-    id: str
-    title: str
-    points: float
-    rules: tuple[Rule, ...]
-    reference: Callable[[Case], Any] = field(repr=False)
-    kind: str = "function"  # "function": call it; "value": grade the data it holds
-    shape: Callable[[Any], str | None] = field(default=lambda value: None, repr=False)
-    same: Callable[[Case, Any, Any], bool] = field(
-        default=lambda case, expected, got: expected == got, repr=False
-    )
-    show_input: Callable[[Case], str] = field(default=lambda case: repr(case.args), repr=False)
-    show_value: Callable[[Any], str] = field(default=lambda value: repr(value), repr=False)
-    got_of: Callable[[Outcome], Any] = field(default=lambda outcome: outcome.value, repr=False)
-    # The mistake behind a failure, read from what came back (an error type, a telltale
-    # text), or None: its hint is taken from `hints` (by default the rule with that cause).
-    diagnose: Callable[[Case, Outcome], str | None] = field(
-        default=lambda case, outcome: None, repr=False
-    )
-    extra_hints: dict[str, str] = field(default_factory=dict, repr=False)
-    # What from lessonkit the function may call (module prefixes such as "lessonkit.sse"),
-    # and what to write instead of the course's answer ("reader", "timing formula").
-    allowed: tuple[str, ...] = ()
-    own_work: str = "code"
+    @property
+    def failed(self) -> list[Finding]:
+        """Return the rules that ran and failed, in rule order."""
+        return [f for f in self.findings if not f.passed and not f.not_run]
 
     @property
-    def hints(self) -> dict[str, str]:
-        """Return cause -> hint: each rule's hint under its cause, plus the extra ones."""
-        found = {rule.cause: rule.hint for rule in self.rules if rule.cause}
-        return {**found, **self.extra_hints}
+    def shown(self) -> Finding | None:
+        """Return the failure shown in full: the root bug on the smallest input that shows it.
+
+        The root bug is the mistake behind the first failing rule (rules go from
+        the lesson's core to its edges). Of the rules that failed for that same
+        mistake, the rule about it is shown when it failed, else the one with
+        the smallest failing input (a hidden rule only when no public one did).
+        For answers each question is its own.
+        """
+        failed = self.failed
+        if not failed:
+            return None
+        first = failed[0]
+        if isinstance(self.exercise, Answers) or not first.cause:
+            return first
+        same = [f for f in failed if f.cause == first.cause]
+        public = [f for f in same if not f.hidden] or same
+        about = [f for f in public if f.about == first.cause]
+        return about[0] if about else min(public, key=lambda f: f.size)
 
 
 # ---------------------------------------------------------------------------
-# Cases and reference answers, built once and shared by every learner
+# Cases, reference answers and encoded arguments, built once per plan
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How an exercise is evaluated: public or graded, the seed, the limit, what is accepted."""
+
+    hidden: bool = False  # True at grading: hidden rules run too
+    seed: int = DEFAULT_SEED  # draws the hidden rules' inputs
+    limit_s: float = CALL_LIMIT_S  # one call of the learner's function
+    allow_lessonkit: bool = False  # accept calls into the course's own answers
 
 
 class Plan:
-    """The sorted cases of each due rule of one exercise, and their reference answers."""
+    """The sorted cases of each due rule of one exercise, their references and encodings.
 
-    def __init__(self, exercise: Exercise, hidden: bool, seed: int) -> None:
+    Built once and shared: ``lessonkit grade`` uses one plan per exercise for
+    the whole class. Its answers are computed on first use.
+    """
+
+    def __init__(self, exercise: Exercise, mode: Mode = Mode()) -> None:
         self.exercise = exercise
         self.rules = [
-            (rule, sorted(rule.draw(seed), key=lambda case: case.size))
+            (rule, sorted(rule.draw(mode.seed), key=lambda case: case.size))
             for rule in exercise.rules
-            if hidden or not rule.hidden
+            if mode.hidden or not rule.hidden
         ]
         self._expected: dict[int, tuple[Case, Any]] = {}
         self._controls: dict[int, tuple[Case, Case]] = {}
+        self._encoded: dict[int, tuple[Case, str]] = {}
 
     def control(self, case: Case) -> Case:
         """Return the control case of ``case`` (built once, so its answer is computed once)."""
@@ -278,73 +407,236 @@ class Plan:
     def expected(self, case: Case) -> Any:
         """Return the reference answer of ``case`` in its JSON form (computed once)."""
         known = self._expected.get(id(case))
-        if known is not None and known[0] is case:
-            return known[1]
-        value = to_jsonable(self.exercise.reference(case))
-        self._expected[id(case)] = (case, value)  # the case is kept, so its id stays its own
-        return value
+        if known is None or known[0] is not case:
+            value = to_jsonable(self.exercise.reference(case))
+            known = self._expected[id(case)] = (case, value)  # the case is kept: its id stays
+        return known[1]
+
+    def encoded(self, case: Case) -> str:
+        """Return the JSON text of the case's arguments, as sent to another process (once)."""
+        known = self._encoded.get(id(case))
+        if known is None or known[0] is not case:
+            known = self._encoded[id(case)] = (case, json.dumps(encode_args(case.args)))
+        return known[1]
 
 
-_plans: dict[tuple, Plan] = {}
-_plans_lock = threading.Lock()
+# ---------------------------------------------------------------------------
+# Calling in this process (tests, the in-process runner)
 
 
-def plan(exercise: Exercise, *, hidden: bool = False, seed: int = DEFAULT_SEED) -> Plan:
-    """Return the (cached) Plan of an exercise for public or graded checks and a seed."""
-    key = (exercise.id, id(exercise), hidden, seed if hidden else None)
-    with _plans_lock:
-        found = _plans.get(key)
-        if found is None or found.exercise is not exercise:
-            if len(_plans) > 64:
-                _plans.clear()
-            found = _plans[key] = Plan(exercise, hidden, seed)
-        return found
+Calls = Callable[[Sequence[Case]], list[Outcome]]
+
+
+def call_in_process(fn: Callable[..., Any], case: Case) -> Outcome:
+    """Return the Outcome of ``fn(*case.args)`` here, with no time limit."""
+    fetch = next((a.serving() for a in case.args if isinstance(a, Served)), None)
+    args = [fetch if isinstance(a, Served) else a for a in case.args]
+    try:
+        value = materialize(fn(*args))
+    except Exception as exc:
+        return raised(
+            type(exc).__name__,
+            message_of(exc),
+            where=learner_line(exc.__traceback__),
+            detail=error_detail(exc),
+            requests=tuple(fetch.requests) if fetch else None,
+        )
+    return Returned(value=to_jsonable(value), requests=tuple(fetch.requests) if fetch else None)
+
+
+def in_process(fn: Callable[..., Any]) -> Calls:
+    """Return calls(cases) that calls ``fn`` on each case here, with no time limit (tests)."""
+    return lambda cases: [call_in_process(fn, case) for case in cases]
 
 
 # ---------------------------------------------------------------------------
 # Evaluation
 
 
-def call_in_process(fn: Callable[..., Any], case: Case) -> Outcome:
-    """Return the Outcome of ``fn(*case.args)`` here, with no time limit (tests, threads)."""
-    fetch = None
-    args = list(case.args)
-    for i, arg in enumerate(args):
-        if isinstance(arg, Served):
-            fetch = arg.serving()
-            args[i] = fetch
-    requests = None
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation's context: the exercise, its plan, how to call the function, the mode."""
+
+    exercise: Exercise
+    plan: Plan
+    calls: Calls
+    mode: Mode
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """What judging one rule gave: its finding, every outcome seen, why checking stops."""
+
+    finding: Finding
+    outcomes: tuple[Outcome, ...]
+    stop: str = ""
+
+
+def evaluate(
+    exercise: Exercise,
+    calls: Calls,
+    mode: Mode = Mode(),
+    *,
+    plan: Plan | None = None,
+    used: Sequence[str] = (),
+) -> Report:
+    """Return the Report of an exercise whose function ``calls`` runs on cases.
+
+    Rules run in order; each fails at its first failing case. A first call that
+    is NotWritten means "not attempted yet". A call that times out or ends its
+    process stops everything; the remaining rules are reported as not run.
+    ``used`` adds course answers found outside the calls (a pasted copy).
+    """
+    context = Evaluation(exercise, plan or Plan(exercise, mode), calls, mode)
+    findings: list[Finding] = []
+    seen: list[Outcome] = []
+    stop = ""
+    for rule, cases in context.plan.rules:
+        if stop:
+            findings.append(
+                Finding(rule.name, False, rule.hidden, not_run=True, max_points=rule.points)
+            )
+            continue
+        verdict = _judge_rule(context, rule, cases)
+        if not seen and verdict.outcomes and isinstance(verdict.outcomes[0], NotWritten):
+            return Report(exercise, not_attempted=True, graded=mode.hidden)
+        seen += verdict.outcomes
+        findings.append(verdict.finding)
+        stop = verdict.stop
+    names = dict.fromkeys([*used, *(name for o in seen for name in o.used)])
+    barred = tuple(name for name in names if not _allowed(exercise, name))
+    return Report(
+        exercise,
+        tuple(findings),
+        stopped=stop,
+        graded=mode.hidden,
+        integrity=() if mode.allow_lessonkit else barred,
+        allowed_use=barred if mode.allow_lessonkit else (),
+        raised=tuple(sorted({o.error_type for o in seen if isinstance(o, Raised)})),
+    )
+
+
+def _allowed(exercise: Exercise, name: str) -> bool:
+    return any(name == a or name.startswith(a + ".") for a in exercise.allowed)
+
+
+def _judge_rule(context: Evaluation, rule: Rule, cases: list[Case]) -> _Verdict:
+    """Return the verdict on one rule from the outcomes of its cases (and their controls)."""
+    outcomes = list(context.calls(cases)) if cases else []
+    seen = list(outcomes)
+    deferred: Finding | None = None  # the first failure whose control failed too
+    judged = 0  # cases that passed or failed on the rule's own feature
+    for checked, case in enumerate(cases, 1):
+        outcome = outcomes[checked - 1] if checked <= len(outcomes) else Ended()
+        problem = _problem(context, case, outcome)
+        if problem is None:
+            judged += 1
+            continue
+        more = list(zip(cases, outcomes, strict=False))
+        finding = _failure(context, rule, case, outcome, problem, checked, more)
+        if case.control is not None and not outcome.stops:
+            control = context.plan.control(case)
+            [control_outcome] = context.calls([control])[:1] or [Ended()]
+            seen.append(control_outcome)
+            if not control_outcome.stops and _problem(context, control, control_outcome):
+                deferred = deferred or finding
+                continue
+        return _Verdict(finding, tuple(seen), _stop_text(context, outcome))
+    if deferred is not None and not judged:
+        # No case could be judged: the same input fails even without the feature.
+        return _Verdict(replace(deferred, hint=rule.control_hint or deferred.hint), tuple(seen))
+    return _Verdict(
+        Finding(rule.name, True, rule.hidden, len(cases), max_points=rule.points), tuple(seen)
+    )
+
+
+def _stop_text(context: Evaluation, outcome: Outcome) -> str:
+    if isinstance(outcome, TimedOut) and outcome.budget:
+        return outcome.budget
+    if isinstance(outcome, TimedOut):
+        return f"{context.exercise.id} was stopped after {context.mode.limit_s:g} s"
+    if isinstance(outcome, Ended):
+        return f"{context.exercise.id} ended the process running it"
+    return ""
+
+
+def _failure(
+    context: Evaluation,
+    rule: Rule,
+    case: Case,
+    outcome: Outcome,
+    problem: tuple[str, str, str],
+    checked: int,
+    more: Sequence[tuple[Case, Outcome]],
+) -> Finding:
+    """Return the Finding of a failing case: its input, expected, got and the hint it calls for."""
+    exercise = context.exercise
+    expected, got, kind = problem
+    shown_input = _shorten(exercise.show_input(case))
+    if case.note:
+        shown_input += f"\n            ({case.note})"
+    diagnosed = _diagnosed(exercise, case, outcome, more) if kind == "value" else None
+    if kind == "loop":
+        hint = LOOP_HINT
+    elif kind == "budget":
+        hint = "Your function is slow: does it copy the whole buffer again for every chunk?"
+    elif kind == "shape":
+        hint = exercise.shape_hint or rule.hint
+    elif kind == "ended":
+        hint = "Remove sys.exit(), exit() or os._exit() from your function: return instead."
+    else:
+        hint = exercise.hints.get(diagnosed, rule.hint) if diagnosed else rule.hint
+    return Finding(
+        rule.name,
+        False,
+        rule.hidden,
+        checked,
+        shown_input=shown_input,
+        expected=_shorten(expected),
+        got=_shorten(got),
+        hint=hint,
+        max_points=rule.points,
+        cause=diagnosed or ("loop" if kind == "loop" else rule.cause),
+        diagnosed=diagnosed is not None,
+        size=case.size,
+        about=rule.cause,
+    )
+
+
+def _diagnosed(
+    exercise: Exercise, case: Case, outcome: Outcome, more: Sequence[tuple[Case, Outcome]]
+) -> str | None:
     try:
-        value = materialize(fn(*args))
-    except Exception as exc:
-        requests = tuple(fetch.requests) if fetch else None
-        return Outcome(
-            error=f"{type(exc).__name__}: {exc}",
-            error_type=type(exc).__name__,
-            where=learner_line(exc.__traceback__),
-            requests=requests,
-            detail=error_detail(exc),
-        )
-    if fetch is not None:
-        requests = tuple(fetch.requests)
-    return Outcome(value=to_jsonable(value), requests=requests)
+        return exercise.diagnose(case, outcome, more)
+    except Exception:  # a diagnosis is a bonus: never let it break the report
+        return None
 
 
-Runner = Callable[[Sequence[Case]], list[Outcome]]
+def _problem(context: Evaluation, case: Case, outcome: Outcome) -> tuple[str, str, str] | None:
+    """Return (expected, got, kind of problem) shown for a failing case, or None if it passes.
 
-
-def one_at_a_time(run: Callable[[Case], Outcome]) -> Runner:
-    """Return run_many(cases) that calls ``run`` on each case, stopping after a stopping outcome."""
-
-    def run_many(cases: Sequence[Case]) -> list[Outcome]:
-        outcomes = []
-        for case in cases:
-            outcomes.append(run(case))
-            if stops(outcomes[-1]):
-                break
-        return outcomes
-
-    return run_many
+    The kind is "loop" (no answer in time), "ended", "shape" (a wrong type) or
+    "value" (a wrong value or an exception: the diagnosis reads those).
+    """
+    exercise = context.exercise
+    expected = exercise.show_value(context.plan.expected(case))
+    if isinstance(outcome, TimedOut) and outcome.budget:
+        return expected, outcome.budget, "budget"
+    if isinstance(outcome, TimedOut):
+        limit = f"{context.mode.limit_s:g} s"
+        return expected, f"no answer within {limit} (an endless loop?)", "loop"
+    if isinstance(outcome, Ended):
+        return expected, outcome.reason, "ended"
+    if isinstance(outcome, Raised):
+        where = f"\n            at: {outcome.where}" if outcome.where else ""
+        return expected, f"raised {outcome.error}{where}", "value"
+    got = exercise.got_of(outcome)
+    shape = exercise.shape(got)
+    if shape is not None:
+        return expected, shape, "shape"
+    if exercise.same(case, context.plan.expected(case), got):
+        return None
+    return expected, exercise.show_value(got), "value"
 
 
 def _shorten(text: str) -> str:
@@ -353,224 +645,27 @@ def _shorten(text: str) -> str:
     return text[: SHOWN_CHARS - 40] + f" ... ({len(text)} characters in all)"
 
 
-def _judge_used(
-    exercise: Exercise, used: dict[str, None], allow_lessonkit: bool
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Return (names that cost the points, names accepted) of the course answers used."""
-    barred = tuple(
-        name
-        for name in used
-        if not any(name == a or name.startswith(a + ".") for a in exercise.allowed)
-    )
-    return ((), barred) if allow_lessonkit else (barred, ())
-
-
-def evaluate(
-    exercise: Exercise,
-    run: Callable[[Case], Outcome] | None = None,
-    *,
-    run_many: Runner | None = None,
-    hidden: bool = False,
-    seed: int = DEFAULT_SEED,
-    call_limit_s: float = CALL_LIMIT_S,
-    allow_lessonkit: bool = False,
-    used: Sequence[str] = (),
+def evaluate_answers(
+    exercise: Exercise, value: Any, mode: Mode = Mode(), *, used: Sequence[str] = ()
 ) -> Report:
-    """Return the Report of an exercise whose function ``run`` (or ``run_many``) calls on cases.
+    """Return the Report of an ``Answers`` exercise from its dict in JSON form.
 
-    Rules run in order; each fails at its first failing case. A first call that
-    raises NotImplementedError means "not attempted yet". A call that times out
-    or ends the process running it (Outcome.error_type "ChildGone") stops
-    everything; the remaining rules are reported as not run and count as failed.
-
-    A failing case with ``control`` arguments counts only when the control
-    (the same input without the rule's feature) passes; otherwise the bug is
-    another rule's, and the next case is tried. ``used`` adds course answers
-    recorded outside the calls (a value exercise's cells).
+    ``used``: course answers the dict came from (``integrity.copies`` of it, or
+    the calls its cells made).
     """
-    if run_many is None:
-        if run is None:
-            raise TypeError("evaluate needs run(case) or run_many(cases)")
-        run_many = one_at_a_time(run)
-    checks = plan(exercise, hidden=hidden, seed=seed)
-    touched: dict[str, None] = dict.fromkeys(used)
-    findings: list[Finding] = []
-    stopped = ""
-    first_call = True
-    for rule, cases in checks.rules:
-        if stopped:
-            findings.append(
-                Finding(rule.name, False, rule.hidden, not_run=True, max_points=rule.points)
-            )
-            continue
-        outcomes = run_many(cases) if cases else []
-        for outcome in outcomes:
-            touched.update(dict.fromkeys(outcome.used))
-        if first_call and outcomes and outcomes[0].error_type == "NotImplementedError":
-            return Report(
-                exercise.id, exercise.title, exercise.points, not_attempted=True, graded=hidden
-            )
-        first_call = False
-        finding, stopped = _judge_rule(
-            exercise, checks, rule, cases, outcomes, run_many, call_limit_s, touched
-        )
-        findings.append(finding)
-    barred, accepted = _judge_used(exercise, touched, allow_lessonkit)
-    return Report(
-        exercise.id,
-        exercise.title,
-        exercise.points,
-        tuple(findings),
-        stopped=stopped,
-        graded=hidden,
-        has_hidden=any(rule.hidden for rule in exercise.rules),
-        kind=exercise.kind,
-        integrity=barred,
-        allowed_use=accepted,
-        advice=exercise.own_work,
-    )
-
-
-def _judge_rule(
-    exercise: Exercise,
-    checks: Plan,
-    rule: Rule,
-    cases: list[Case],
-    outcomes: list[Outcome],
-    run_many: Runner,
-    call_limit_s: float,
-    touched: dict[str, None],
-) -> tuple[Finding, str]:
-    """Return the Finding of one rule from its outcomes, and why checking stops ("" if not)."""
-    deferred: Finding | None = None  # the first failure whose control failed too
-    judged = 0  # cases that passed or failed on the rule's own feature
-    for checked, case in enumerate(cases, 1):
-        if checked > len(outcomes):  # the runner stopped without saying why
-            outcome = Outcome(error=PROCESS_ENDED, error_type="ChildGone")
-        else:
-            outcome = outcomes[checked - 1]
-        problem = _problem(exercise, checks, case, outcome, call_limit_s)
-        if problem is None:
-            judged += 1
-            continue
-        expected_value, got_text = problem
-        shown_input = _shorten(exercise.show_input(case))
-        if case.note:
-            shown_input += f"\n            ({case.note})"
-        cause = _diagnosed(exercise, case, outcome)
-        finding = Finding(
-            rule.name,
-            False,
-            rule.hidden,
-            checked,
-            shown_input=shown_input,
-            expected=_shorten(expected_value),
-            got=_shorten(got_text),
-            hint=exercise.hints.get(cause, rule.hint) if cause else rule.hint,
-            max_points=rule.points,
-            cause=cause or rule.cause,
-        )
-        if _control_fails(exercise, checks, case, outcome, run_many, call_limit_s, touched):
-            deferred = deferred or finding
-            continue
-        if outcome.timed_out:
-            return finding, f"{exercise.id} was stopped after {call_limit_s:g} s"
-        if outcome.error_type == "ChildGone":
-            return finding, f"{exercise.id} ended the process running it"
-        return finding, ""
-    if deferred is not None and not judged:
-        # No case could be judged: the same input fails even without the feature.
-        hint = rule.control_hint or deferred.hint
-        return replace(deferred, hint=hint), ""
-    return Finding(rule.name, True, rule.hidden, len(cases), max_points=rule.points), ""
-
-
-def _diagnosed(exercise: Exercise, case: Case, outcome: Outcome) -> str | None:
-    try:
-        return exercise.diagnose(case, outcome)
-    except Exception:  # a diagnosis is a bonus: never let it break the report
-        return None
-
-
-def _control_fails(
-    exercise: Exercise,
-    checks: Plan,
-    case: Case,
-    outcome: Outcome,
-    run_many: Runner,
-    call_limit_s: float,
-    touched: dict[str, None],
-) -> bool:
-    """Return True when a failing case's control fails too (so the failure is not the rule's)."""
-    if case.control is None or stops(outcome):
-        return False
-    control = checks.control(case)
-    [control_outcome] = run_many([control])[:1] or [Outcome(error_type="ChildGone")]
-    touched.update(dict.fromkeys(control_outcome.used))
-    if stops(control_outcome):
-        return False  # report the case itself; checking stops there anyway
-    return _problem(exercise, checks, control, control_outcome, call_limit_s) is not None
-
-
-def _problem(
-    exercise: Exercise, checks: Plan, case: Case, outcome: Outcome, call_limit_s: float
-) -> tuple[str, str] | None:
-    """Return (expected, got) shown for a failing case, or None when the case passes."""
-    expected = checks.expected(case)
-    if outcome.timed_out:
-        return (
-            exercise.show_value(expected),
-            f"no answer within {call_limit_s:g} s (an endless loop? a `while` whose "
-            "condition never changes?)",
-        )
-    if outcome.error_type == "ChildGone":
-        return exercise.show_value(expected), outcome.error or PROCESS_ENDED
-    if outcome.error is not None:
-        where = f"\n            at: {outcome.where}" if outcome.where else ""
-        return exercise.show_value(expected), f"raised {outcome.error}{where}"
-    got = exercise.got_of(outcome)
-    shape = exercise.shape(got)
-    if shape is not None:
-        return exercise.show_value(expected), shape
-    if exercise.same(case, expected, got):
-        return None
-    return exercise.show_value(expected), exercise.show_value(got)
-
-
-def evaluate_value(
-    exercise: Exercise,
-    value: Any,
-    *,
-    hidden: bool = False,
-    allow_lessonkit: bool = False,
-    used: Sequence[str] = (),
-) -> Report:
-    """Return the Report of a "value" exercise (answers in a dict) from its JSON data.
-
-    ``used``: course answers the cells that made the dict called (grading records them).
-    """
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or "__repr__" in value:
+        kind = value["__type__"] if isinstance(value, dict) else type(value).__name__
+        kind = "list or tuple" if kind == "list" else kind
         return Report(
-            exercise.id,
-            exercise.title,
-            exercise.points,
-            problem=f"expected a dict of answers, got {feedback.type_name(value)}",
-            graded=hidden,
+            exercise, problem=f"expected a dict of answers, got a {kind}", graded=mode.hidden
         )
     if all(unanswered(v) for v in value.values()):
-        return Report(
-            exercise.id,
-            exercise.title,
-            exercise.points,
-            not_attempted=True,
-            kind="value",
-            graded=hidden,
-        )
+        return Report(exercise, not_attempted=True, graded=mode.hidden)
 
-    def run(case: Case) -> Outcome:
-        return Outcome(value=value.get(case.args[0], {"__missing__": True}))
+    def calls(cases: Sequence[Case]) -> list[Outcome]:
+        return [Returned(value=value.get(case.args[0], {"__missing__": True})) for case in cases]
 
-    return evaluate(exercise, run, hidden=hidden, allow_lessonkit=allow_lessonkit, used=used)
+    return evaluate(exercise, calls, mode, used=used)
 
 
 def unanswered(value: Any) -> bool:

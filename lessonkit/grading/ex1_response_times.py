@@ -20,7 +20,7 @@ import random
 from typing import Any
 
 from lessonkit.core import timeline
-from lessonkit.grading.engine import Case, Exercise, Outcome, Rule
+from lessonkit.grading.engine import Case, Exercise, Outcome, Returned, Rule
 from lessonkit.grading.feedback import show_plain
 
 __all__ = ["ALLOWED", "KEYS", "POINTS", "exercise", "reference", "rules"]
@@ -105,11 +105,11 @@ HINTS = {
 }
 
 
-def _diagnose(case: Case, outcome: Outcome) -> str | None:
+def _diagnose(case: Case, outcome: Outcome, more: object = ()) -> str | None:
     """Return the mistake a wrong value points to (a key of HINTS), or None."""
-    got = outcome.value
-    if outcome.error is not None or not isinstance(got, dict):
+    if not isinstance(outcome, Returned) or not isinstance(outcome.value, dict):
         return None
+    got = outcome.value
     value = got.get(case.rule)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -191,6 +191,8 @@ def exercise() -> Exercise:
         rules(),
         reference=lambda case: reference(*case.args),
         shape=_shape,
+        shape_hint="Return a dict with the three keys streaming_first_ms, blocking_first_ms and "
+        "total_ms, each a number of milliseconds (int or float).",
         same=_same,
         show_input=_show_input,
         show_value=_show_value,

@@ -214,10 +214,16 @@ def rules() -> tuple[Rule, ...]:
         ),
         Rule(
             "a dropped connection keeps the text so far, with complete=False",
-            "Only whole events count; a half event at the end is never shown.",
-            c("drop", [network.cut(practice[:n], 16) for n in range(len(practice))]),
+            "An event counts only once its blank line has arrived: keep its lines in the "
+            "buffer until then. When the connection drops, a half event is never shown and "
+            "complete stays False.",
+            c(
+                "drop",
+                [network.cut(tiny[:n], 16) for n in range(len(tiny))]
+                + [network.cut(practice[:n], 16) for n in range(len(practice))],
+            ),
             points=2,
-            cause="drop",
+            cause="early",
         ),
         Rule(
             "empty chunks change nothing",

@@ -18,7 +18,9 @@ they share a cause.
 
 Points: 15 in all; each prediction of a text and each explanation 2, the
 outcome of the 5-byte run and each complete flag 1. May use from lessonkit:
-anything but this module (``reference`` is the answer key).
+anything but this module (``reference`` is the answer key). The key says
+where it comes from: ``reference()`` returns an ``AnswerKey`` whose texts are
+``KeyText``, so a dict filled from it is flagged (``integrity.copies``).
 """
 
 from __future__ import annotations
@@ -29,10 +31,19 @@ from typing import Any
 
 from lessonkit.core import network
 from lessonkit.core.practice import PRACTICE_TOKENS, practice_reader, practice_wire
-from lessonkit.grading.engine import Case, Exercise, Outcome, Rule, unanswered
+from lessonkit.grading.engine import Answers, Case, Exercise, Outcome, Returned, Rule, unanswered
 from lessonkit.grading.feedback import show_plain
 
-__all__ = ["ALLOWED", "QUESTIONS", "Question", "exercise", "normal_answer", "reference"]
+__all__ = [
+    "ALLOWED",
+    "QUESTIONS",
+    "AnswerKey",
+    "KeyText",
+    "Question",
+    "exercise",
+    "normal_answer",
+    "reference",
+]
 
 ALLOWED: tuple[str, ...] = ("lessonkit.core", "lessonkit.sse", "lessonkit.client")
 
@@ -152,17 +163,24 @@ TEXT_HINTS = {
     "short": "Your text is the start of the right one but stops early: compare its last "
     "characters with what the run printed.",
     "long": "Your text goes on past the right one: which events were really handled?",
+    "yes-no": "This answer is a yes/no flag: answer True or False (a bool, no quotes), "
+    "not a text such as 'no'.",
 }
 
 
-_KEY: dict[str, Any] = {}  # the answers, computed once per process
+class KeyText(str):
+    """A text of the answer key: equal to the plain text, and marked as the checker's."""
 
 
-def reference() -> dict[str, Any]:
+class AnswerKey(dict):
+    """The answer key: a dict marked as the checker's (its texts are KeyText)."""
+
+
+def reference() -> AnswerKey:
     """Return the right answers, computed by running the changed practice reader."""
-    if not _KEY:
-        _KEY.update(_run_experiments())
-    return dict(_KEY)
+    return AnswerKey(
+        {k: KeyText(v) if isinstance(v, str) else v for k, v in _run_experiments().items()}
+    )
 
 
 def _run_experiments() -> dict[str, Any]:
@@ -246,9 +264,13 @@ def exercise() -> Exercise:
             return answer is right
         return answer == right
 
-    def diagnose(case: Case, outcome: Outcome) -> str | None:
+    def diagnose(case: Case, outcome: Outcome, more: object = ()) -> str | None:
         question = by_key[case.args[0]]
+        if not isinstance(outcome, Returned):
+            return None
         answer = normal_answer(question.kind, outcome.value)
+        if question.kind == "bool" and not isinstance(answer, bool):
+            return "yes-no"
         if question.kind == "letter" and isinstance(answer, str):
             return f"{question.key}:{answer}" if answer in question.wrong_options else None
         if question.kind == "text" and isinstance(answer, str):
@@ -267,13 +289,12 @@ def exercise() -> Exercise:
             shown = "(not shown: compare with what the run cell printed)"
         return {"__repr__": shown, "__type__": "answer"}
 
-    return Exercise(
+    return Answers(
         "now_change_it",
         "Exercise 3: the three 'now change it' experiments",
         sum(q.points for q in QUESTIONS),
         rules,
         reference=shown_reference,
-        kind="value",
         shape=shape,
         same=same,
         show_input=show_input,

@@ -26,7 +26,7 @@ from typing import Any
 from lessonkit.core import llm, network, sse
 from lessonkit.core.dialects import interpret
 from lessonkit.grading.codec import Served
-from lessonkit.grading.engine import Case, Exercise, Outcome, Rule
+from lessonkit.grading.engine import Case, Exercise, Outcome, Returned, Rule
 from lessonkit.grading.feedback import show_plain
 from lessonkit.grading.streams import event_ends
 
@@ -266,11 +266,11 @@ def rules() -> tuple[Rule, ...]:
     )
 
 
-def _diagnose(case: Case, outcome: Outcome) -> str | None:
+def _diagnose(case: Case, outcome: Outcome, more: object = ()) -> str | None:
     """Return "loose" for a text cut before a token holding 'done', "no-id" when no id was sent."""
-    text = outcome.value
-    if outcome.error is not None or not isinstance(text, str):
+    if not isinstance(outcome, Returned) or not isinstance(outcome.value, str):
         return None
+    text = outcome.value
     script = case.args[0]
     whole = "".join(script.tokens)
     requests = list(outcome.requests or ())
@@ -291,7 +291,7 @@ def _expected(case: Case) -> dict:
 
 
 def _got(outcome: Outcome) -> Any:
-    return {"text": outcome.value, "requests": list(outcome.requests or ())}
+    return {"text": getattr(outcome, "value", None), "requests": list(outcome.requests or ())}
 
 
 def _shape(got: Any) -> str | None:
@@ -321,6 +321,7 @@ def exercise() -> Exercise:
         graded,
         reference=_expected,
         shape=_shape,
+        shape_hint="Return the whole text of the answer, one str.",
         same=_same,
         show_input=lambda case: case.args[0].describe(),
         show_value=_show_value,

@@ -47,17 +47,8 @@ def reference(chunks: Iterable[bytes]) -> list[tuple[str, str, str]]:
     return [(event.event, event.data, event.id) for event in sse.decode_all(chunks)]
 
 
-_CASES: list[dict] = []  # read once per process
-
-
 def conformance_cases() -> tuple[dict, ...]:
     """Return the packaged SSE conformance cases: name, input bytes, expected events, hint."""
-    if not _CASES:
-        _CASES.extend(_read_cases())
-    return tuple(_CASES)
-
-
-def _read_cases() -> list[dict]:
     raw = resources.files("lessonkit").joinpath("data/sse_cases.json").read_text("utf-8")
     cases = []
     for item in json.loads(raw):
@@ -73,7 +64,7 @@ def _read_cases() -> list[dict]:
                 "hint": item.get("hint") or CONFORMANCE_HINT,
             }
         )
-    return cases
+    return tuple(cases)
 
 
 _LINE_ENDS = ("\n", "\r", "\r\n")
@@ -206,6 +197,8 @@ def exercise() -> Exercise:
         graded,
         reference=lambda case: reference(case.args[0]),
         shape=_shape,
+        shape_hint="Return a list with one (event type, data, last event id) tuple of three str "
+        "per dispatched event.",
         show_input=chunks_input,
         show_value=_show_events,
         allowed=ALLOWED,

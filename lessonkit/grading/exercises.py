@@ -1,14 +1,14 @@
-"""The graded exercises by id: ``EXERCISES["read_stream"] -> Exercise``, built on first use.
+"""The graded exercises by id: ``EXERCISES["read_stream"] -> Exercise``.
 
 The order is the course's (exercise 1 to 6), and it is the order of the
-grades CSV's columns. Building the rules and their cases costs a few ms, so
-nothing is built at import time.
+grades CSV's columns. Building them draws no case: a rule's cases are built
+when a ``Plan`` is made, so this costs a few milliseconds at import.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from functools import cache
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from lessonkit.grading import ex1_response_times as ex1
 from lessonkit.grading import ex2_read_stream as ex2
@@ -20,24 +20,6 @@ from lessonkit.grading.engine import Exercise
 
 __all__ = ["EXERCISES"]
 
-
-@cache
-def _build() -> dict[str, Exercise]:
-    exercises = [module.exercise() for module in (ex1, ex2, ex3, ex4, ex5, ex6)]
-    return {exercise.id: exercise for exercise in exercises}
-
-
-class _Registry(Mapping[str, Exercise]):
-    """The exercises by id, built on first use (a read-only mapping)."""
-
-    def __getitem__(self, key: str) -> Exercise:
-        return _build()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_build())
-
-    def __len__(self) -> int:
-        return len(_build())
-
-
-EXERCISES: Mapping[str, Exercise] = _Registry()
+EXERCISES: Mapping[str, Exercise] = MappingProxyType(
+    {e.id: e for e in (m.exercise() for m in (ex1, ex2, ex3, ex4, ex5, ex6))}
+)

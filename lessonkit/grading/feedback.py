@@ -15,13 +15,10 @@ one place this layer takes anything from ``lessonkit.lab``).
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lessonkit.grading.codec import from_jsonable
-
-if TYPE_CHECKING:
-    from lessonkit.grading.engine import Exercise, Finding, Report
-    from lessonkit.grading.notebook import CheckResult
+from lessonkit.grading.engine import Answers, Exercise, Finding, Report
 
 __all__ = [
     "ALSO_FAILING",
@@ -61,9 +58,9 @@ def integrity_line(report: Report) -> str:
         return ""
     first = report.integrity[0]
     more = f" (and {', '.join(report.integrity[1:])})" if len(report.integrity) > 1 else ""
-    how = "your answers come from it" if report.kind == "value" else "your function calls it"
+    how = report.exercise.uses_words
     return (
-        f"write your own {report.advice}; {first} is the course's answer{more}. "
+        f"write your own {report.exercise.own_work}; {first} is the course's answer{more}. "
         f"While {how}, this exercise earns 0 of {report.points:g} points "
         "(the checks below ran anyway)."
     )
@@ -71,17 +68,18 @@ def integrity_line(report: Report) -> str:
 
 def headline(report: Report) -> str:
     """Return the first line of the feedback: the exercise, the checks passed, the score."""
-    name = report.exercise
+    name = report.id
+    answers = isinstance(report.exercise, Answers)
     if report.problem:
         return f"{name}: {report.problem}"
     if report.not_attempted and report.graded:
         what = (
             "every answer is still `...`"
-            if report.kind == "value"
+            if answers
             else "the stub still raises NotImplementedError"
         )
         return f"{name}: not attempted yet -- {what}; 0 of {report.points:g} points."
-    if report.not_attempted and report.kind == "value":
+    if report.not_attempted and answers:
         return (
             f"{name}: not attempted yet -- replace each `...` with your answer, run those "
             "cells, then run this check again."
@@ -99,7 +97,7 @@ def headline(report: Report) -> str:
         return f"{name}: checks {ok}/{total} pass (public and hidden) -- {earned}."
     hidden = round(report.points - report.checked_points, 2)
     so_far = "" if ok == total else " so far"
-    if not report.has_hidden or hidden <= 0:
+    if not report.exercise.has_hidden or hidden <= 0:
         return f"{name}: public checks {ok}/{total} pass -- {earned}{so_far}. Grading runs the same checks."
     if ok == total:
         more = f"the other {_points(hidden)} come from hidden checks at grading, so this is not your final score"
@@ -127,21 +125,18 @@ def finding_lines(finding: Finding) -> list[str]:
 
 
 def others_failing(report: Report) -> list[tuple[str, list[Finding]]]:
-    """Return the failing rules after the first, grouped: (heading, findings).
+    """Return the failing rules besides the one shown in full, grouped: (heading, findings).
 
-    Rules whose failure was diagnosed as the same mistake as the first come under
-    "probably for the same reason"; the others (for answers, always) under "also failing".
+    Rules that failed for the same mistake as the one shown come under "probably
+    for the same reason"; the others (for answers, always) under "also failing".
     """
-    failed = [f for f in report.findings if not f.passed and not f.not_run]
-    if len(failed) < 2:
+    shown = report.shown
+    others = [f for f in report.failed if f is not shown]
+    if shown is None or not others:
         return []
-    first = failed[0]
-    same = [
-        f
-        for f in failed[1:]
-        if report.kind == "function" and first.cause and f.cause == first.cause
-    ]
-    rest = [f for f in failed[1:] if f not in same]
+    answers = isinstance(report.exercise, Answers)
+    same = [f for f in others if not answers and shown.cause and f.cause == shown.cause]
+    rest = [f for f in others if f not in same]
     return [
         (heading, group) for heading, group in ((ALSO_SAME, same), (ALSO_FAILING, rest)) if group
     ]
@@ -154,10 +149,9 @@ def report_text(report: Report) -> str:
         return "\n".join(lines)
     if report.allowed_use:
         lines.append(f"(uses {', '.join(report.allowed_use)}: accepted by --allow-lessonkit)")
-    failed = [f for f in report.findings if not f.passed and not f.not_run]
-    if failed:
+    if report.shown is not None:
         lines.append("")
-        lines += finding_lines(failed[0])
+        lines += finding_lines(report.shown)
     for heading, group in others_failing(report):
         lines.append("")
         lines.append(heading)
@@ -236,12 +230,11 @@ def show_plain(value: Any) -> str:
 # The notebook's box
 
 
-def feedback_html(result: CheckResult) -> str:
+def feedback_html(text: str, report: Report | None) -> str:
     """Return the feedback as a small HTML box: failures open, passed rules folded."""
     from lessonkit.lab.views import FEEDBACK_COLOURS  # the course's one palette
 
-    report = result.report
-    lines = result.feedback.splitlines() or [""]
+    lines = text.splitlines() or [""]
     head = html.escape(lines[0])
     if report is None or report.problem:
         colour = FEEDBACK_COLOURS["fail"]
@@ -250,10 +243,9 @@ def feedback_html(result: CheckResult) -> str:
         colour, body = FEEDBACK_COLOURS["todo"], ""
     else:
         colour = FEEDBACK_COLOURS["pass"] if report.passed else FEEDBACK_COLOURS["fail"]
-        failed = [f for f in report.findings if not f.passed and not f.not_run]
         parts = []
-        if failed:  # the first failing rule in full, the others by name (as in the text)
-            block = "\n".join(finding_lines(failed[0]))
+        if report.shown is not None:  # the root bug in full, the others by name (as in the text)
+            block = "\n".join(finding_lines(report.shown))
             parts.append(
                 f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(block)}</pre>"
             )

@@ -1,26 +1,24 @@
 """``lessonkit grade SUBMISSIONS... --out grades.csv``: grade a class headless, one row per learner.
 
-Each learner's notebooks run in that learner's sandbox (``runner``,
-``sandbox``): a fresh Python process per notebook, never trusting stored
-outputs, with no network, no view of the grader or its files, and limits on
-memory, processes, CPU time and file size. The exercise functions are found
-by name -- cell order, deleted or extra cells do not matter -- and this
-process calls them there on the public and hidden inputs (hidden ones drawn
-from ``--seed``) and compares every answer with the reference computed here.
-The learner's code never sees the reference, and its own verdicts (a
-redefined ``check``, a printed "passed", edited outputs) are never read.
+Grading is four steps, one module each:
 
-The CSV has one row per learner (``roster``): ``learner, status, score,
-max_score``, one column per exercise, ``flags``, then ``error, notes, files``.
-``status`` names what happened ("ok", "error", "flagged: network",
-"limit: memory"...), ``flags`` lists it ("network;kill;course-answer:read_stream").
-A function that calls the course's own answer earns no points for that
-exercise (``--allow-lessonkit`` accepts it). Next to it,
-``<out>_rules.csv`` holds one line per learner, exercise and rule
-(``learner, exercise, rule, passed, points``); ``--report`` writes the class
-report (``report``). Every output is written to a temporary file and renamed
-into place, out of reach of any learner code. Broken input never stops the
-run; nothing submitted is modified.
+1. **Find the submissions** (``roster``): one submission per learner, from any
+   LMS layout; every other file is listed with its reason.
+2. **Run each learner in its sandbox** (``runner``, ``sandbox``): a fresh
+   Python process per learner, never trusting stored outputs, with no
+   network, no view of the grader or its files, and limits on memory,
+   processes, CPU time and file size. The exercise functions are found by name.
+3. **Judge each rule against the reference** (``engine``): this process calls
+   the functions on the public and hidden inputs (hidden ones drawn from
+   ``--seed``) and compares every answer with the reference computed here. The
+   learner's code never sees the reference, and its own verdicts (a redefined
+   ``check``, a printed "passed", edited outputs) are never read.
+4. **Write the outputs** (``report``): the grades CSV (``score`` is the points
+   the tests gave; ``gradebook`` is empty for a flagged or limited row), the
+   per-rule CSV, feedback files, the class report, Canvas and Moodle imports.
+   Every output is written to a temporary file and renamed into place.
+
+Broken input never stops the run; nothing submitted is modified.
 """
 
 from __future__ import annotations
@@ -32,40 +30,55 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 
 from lessonkit.grading import sandbox
 from lessonkit.grading.channel import ChildGone
 from lessonkit.grading.engine import (
     CALL_LIMIT_S,
     DEFAULT_SEED,
-    Case,
+    Answers,
     Exercise,
-    Outcome,
+    Mode,
+    Plan,
     Report,
     evaluate,
-    evaluate_value,
+    evaluate_answers,
 )
 from lessonkit.grading.exercises import EXERCISES
+from lessonkit.grading.feedback import report_text
 from lessonkit.grading.guard import flags_for_exception
 from lessonkit.grading.report import (
+    Row,
     rules_path,
+    write_canvas,
     write_csv,
     write_feedback,
+    write_moodle,
     write_report,
     write_rules_csv,
 )
 from lessonkit.grading.roster import (
     NotANotebook,
+    Roster,
     Submission,
     exercise_of,
+    find_roster,
     find_submissions,
     read_code_cells,
 )
-from lessonkit.grading.runner import LearnerHost, NotebookRun, Setup
+from lessonkit.grading.runner import (
+    LearnerHost,
+    NotebookEnded,
+    NotebookProblem,
+    NotebookRun,
+    Setup,
+)
 
 __all__ = [
+    "Grading",
     "Options",
     "Row",
     "Setup",
@@ -74,8 +87,6 @@ __all__ = [
     "grade",
     "grade_submission",
     "main",
-    "write_csv",
-    "write_rules_csv",
 ]
 
 # flag -> (kind of status, words); the status names the first kind that applies
@@ -104,189 +115,142 @@ class Options:
     allow_lessonkit: bool = False
 
 
-@dataclass
-class Row:
-    """One line of the grades CSV, and the feedback written for that learner."""
+class Grading:
+    """A class's grading context: the options, and one Plan per exercise shared by every learner."""
 
-    learner: str
-    status: str = "ok"
-    scores: dict[str, float] = field(default_factory=dict)
-    flags: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    feedback: str = ""
-    reports: dict[str, Report] = field(default_factory=dict)
-
-    @property
-    def score(self) -> float:
-        """Return the points earned over all exercises."""
-        return round(sum(self.scores.values()), 2)
-
-    @property
-    def submission(self) -> str:
-        """Return the learner id (the name this row had before rows were learners)."""
-        return self.learner
+    def __init__(self, options: Options) -> None:
+        if options.setup.support is None:  # probe the machine once for the whole class
+            setup = replace(options.setup, support=sandbox.detect())
+            options = replace(options, setup=setup)
+        self.options = options
+        self.mode = Mode(
+            hidden=True,
+            seed=options.seed,
+            limit_s=min(CALL_LIMIT_S, options.setup.timeout_s),
+            allow_lessonkit=options.allow_lessonkit,
+        )
+        self.plans = MappingProxyType({e.id: Plan(e, self.mode) for e in EXERCISES.values()})
 
 
 # ---------------------------------------------------------------------------
-# Grading one learner
+# Steps 2 and 3 for one learner: run the notebooks in the sandbox, judge each exercise
 
 
-def grade_exercise(
-    run: NotebookRun, exercise: Exercise, options: Options, flags: set[str]
-) -> Report:
+def grade_exercise(run: NotebookRun, exercise: Exercise, grading: Grading) -> Report:
     """Return the graded Report (public and hidden rules) of one exercise in a notebook run."""
-    used = [*run.copied.get(exercise.id, []), *run.tampered]
-    if exercise.kind == "value":
-        value = run.ensure().value(exercise.id, CALL_LIMIT_S)
-        used = [*run.cell_used, *run.tampered]
-        return evaluate_value(
-            exercise, value, hidden=True, allow_lessonkit=options.allow_lessonkit, used=used
-        )
-    budget_s = options.setup.timeout_s
-    started = time.monotonic()
-    limit_s = min(CALL_LIMIT_S, budget_s)
-
-    def run_many(cases: Sequence[Case]) -> list[Outcome]:
-        if time.monotonic() - started > budget_s:
-            return [Outcome(timed_out=True)]
-        try:
-            outcomes = run.ensure().call_many(exercise.id, cases, limit_s)
-        except ChildGone as exc:
-            return [Outcome(error=str(exc), error_type="ChildGone")]
-        for outcome in outcomes:
-            if outcome.error_type:
-                flags.update(flags_for_exception(outcome.error_type))
-        return outcomes
-
-    return evaluate(
-        exercise,
-        run_many=run_many,
-        hidden=True,
-        seed=options.seed,
-        call_limit_s=limit_s,
-        allow_lessonkit=options.allow_lessonkit,
-        used=used,
-    )
+    copied = run.copied.get(exercise.id, [])
+    if isinstance(exercise, Answers):
+        value = run.value(exercise.id)
+        return evaluate_answers(exercise, value, grading.mode, used=[*copied, *run.cell_used])
+    plan = grading.plans[exercise.id]
+    calls = run.calls(exercise.id, plan, grading.mode.limit_s)
+    return evaluate(exercise, calls, grading.mode, plan=plan, used=copied)
 
 
-def _exit_text(host: LearnerHost) -> str:
-    code = host.ended_code()
-    if code is None:
-        return "the notebook's code ended the Python process"
-    if code < 0:
-        return f"the notebook's code ended the Python process ({sandbox.signal_status(-code)[0]})"
-    return f"the notebook's code ended the Python process (exit status {code})"
-
-
-def grade_submission(submission: Submission, options: Options | None = None) -> Row:
+def grade_submission(
+    submission: Submission, grading: Grading | Options | None = None, *, slot: int = 0
+) -> Row:
     """Return the Row of one learner; every failure becomes part of the row."""
-    grading = _LearnerGrading(submission, options or Options())
-    plans = []
+    if not isinstance(grading, Grading):
+        grading = Grading(grading or Options())
+    learner = _Learner(submission, grading, slot)
+    readable = []
     for path in submission.notebooks:
         try:
             cells, declared = read_code_cells(path)
         except NotANotebook as exc:
             meant = exercise_of(path)
             where = f" (an error on {meant}: 0 points)" if meant else ""
-            grading.row.errors.append(f"{path.name}: {exc}{where}")
+            learner.errors.append(f"{path.name}: {exc}{where}")
             continue
-        plans.append((path, cells, declared))
-    declared_anywhere = {ex for _, _, declared in plans for ex in declared}
+        readable.append((path, cells, declared))
+    declared_anywhere = {ex for _, _, declared in readable for ex in declared}
     try:
-        for path, cells, declared in plans:
-            others = declared_anywhere - set(declared)  # another notebook is the one for them
-            grading.notebook(path, cells, others)
+        for path, cells, declared in readable:
+            elsewhere = declared_anywhere - set(declared)  # another notebook is the one for them
+            learner.notebook(path, cells, elsewhere)
     finally:
-        grading.host.close()
-    return grading.finish()
+        learner.host.close()
+    return learner.row()
 
 
-class _LearnerGrading:
-    """Grading one learner: their sandbox, the reports so far, the flags and notes seen."""
+class _Learner:
+    """Grading one learner: their sandbox, and what each notebook gave (reports, notes)."""
 
-    def __init__(self, submission: Submission, options: Options) -> None:
+    def __init__(self, submission: Submission, grading: Grading, slot: int) -> None:
         self.submission = submission
-        self.options = options
-        self.row = Row(submission.learner, notes=list(submission.notes))
-        self.row.files = [str(p) for p in submission.notebooks]
+        self.grading = grading
+        self.host = LearnerHost(grading.options.setup, slot)
         self.reports: dict[str, Report] = {}
-        self.flags: set[str] = set()
+        self.errors: list[str] = []
         self.cell_notes: list[str] = []
-        self.host = LearnerHost(options.setup)
+        self.cell_flags: list[str] = []
 
     def notebook(self, path: Path, cells: list[str], elsewhere: set[str]) -> None:
         """Run one notebook in the learner's sandbox and grade the exercises it holds."""
-        run = NotebookRun(self.host, cells)
+        run = NotebookRun(self.host, cells, self.grading.options.setup.timeout_s)
         try:
-            try:
-                run.start()
-            except ChildGone as exc:
-                text = str(exc) if "did not finish" in str(exc) else _exit_text(self.host)
-                self.row.errors.append(f"{path.name}: {text}")
-                return
+            run.start()
+        except NotebookProblem as exc:
+            self.errors.append(f"{path.name}: {exc}")
+            return
+        try:
             for error in run.cell_errors:
                 where = f" ({error['where']})" if error.get("where") else ""
                 self.cell_notes.append(
                     f"{path.name}, cell {error.get('cell')}: {error.get('error')}{where}"
                 )
                 errno_value = error.get("errno") if isinstance(error.get("errno"), int) else None
-                self.flags.update(flags_for_exception(str(error.get("type")), errno_value))
+                self.cell_flags += flags_for_exception(str(error.get("type")), errno_value)
             if run.stopped:
-                self.row.errors.append(f"{path.name}: {run.stopped}")
+                self.errors.append(f"{path.name}: {run.stopped}")
             for exercise in EXERCISES.values():
                 if exercise.id in self.reports or exercise.id not in run.found:
                     continue
                 if exercise.id in elsewhere:
                     continue
                 try:
-                    self.reports[exercise.id] = grade_exercise(
-                        run, exercise, self.options, self.flags
-                    )
-                except ChildGone as exc:
-                    self.row.errors.append(f"{path.name}: {exc}")
+                    self.reports[exercise.id] = grade_exercise(run, exercise, self.grading)
+                except (ChildGone, NotebookEnded) as exc:
+                    self.errors.append(f"{path.name}: {exc}")
         finally:
             run.close()
 
-    def finish(self) -> Row:
+    def row(self) -> Row:
         """Return the row: scores, what the sandboxes reported, status, flags and feedback."""
-        row, reports, flags = self.row, self.reports, self.flags
-        _read_sandboxes(self.host, flags, row)
+        submission, reports = self.submission, self.reports
+        flags = set(self.cell_flags)
+        notes = list(submission.notes)
+        errors = list(self.errors)
+        for report in self.host.reports:
+            flags.update(report.flags)
+            if report.status.startswith("sandbox failed"):
+                errors.append(report.status)
+            elif report.status not in ("ok", "killed by the grader"):
+                notes.append(f"the learner's sandbox ended: {report.status}")
+            if report.leftover_pids:
+                errors.append(f"processes left after the sandbox ended: {report.leftover_pids}")
         for report in reports.values():
+            for error_type in report.raised:
+                flags.update(flags_for_exception(error_type))
             if report.integrity:
-                flags.add(f"course-answer:{report.exercise}")
+                flags.add(f"course-answer:{report.id}")
             if report.allowed_use:
-                row.notes.append(
-                    f"{report.exercise} uses {', '.join(report.allowed_use)} (allowed)"
-                )
-        row.scores = {
-            ex.id: (reports[ex.id].score if ex.id in reports else 0.0) for ex in EXERCISES.values()
-        }
-        row.reports = reports
-        row.flags = sorted(flags)
+                notes.append(f"{report.id} uses {', '.join(report.allowed_use)} (allowed)")
+        row = Row(
+            submission.learner,
+            scores={e: (reports[e].score if e in reports else 0.0) for e in EXERCISES},
+            flags=sorted(flags),
+            errors=errors,
+            notes=notes,
+            files=[str(p) for p in submission.notebooks],
+            reports=dict(reports),
+            lms=submission.lms,
+            lms_id=submission.lms_id,
+        )
         row.status = _status(row)
-        row.feedback = _feedback(self.submission, row, reports, self.cell_notes)
+        row.feedback = _feedback(submission, row, self.cell_notes)
         return row
-
-
-def _read_sandboxes(host: LearnerHost, flags: set[str], row: Row) -> None:
-    """Add what the learner's sandboxes reported (guard events, how they ended) to the row."""
-    for report in host.reports:
-        flags.update(report.flags)
-        if report.status.startswith("sandbox failed"):
-            row.errors.append(report.status)
-        elif report.status not in ("ok", "killed by the grader"):
-            row.notes.append(f"the learner's sandbox ended: {report.status}")
-        if report.leftover_pids:
-            row.errors.append(f"processes left after the sandbox ended: {report.leftover_pids}")
-    for ended in host.endings:
-        signum = ended.get("signal")
-        if isinstance(signum, int) and signum:
-            status, flag = sandbox.signal_status(signum)
-            row.notes.append(f"a notebook's process ended: {status}")
-            if flag:
-                flags.add(flag)
 
 
 def _status(row: Row) -> str:
@@ -303,9 +267,7 @@ def _status(row: Row) -> str:
     return "; ".join(parts) or "ok"
 
 
-def _feedback(
-    submission: Submission, row: Row, reports: dict[str, Report], cell_notes: list[str]
-) -> str:
+def _feedback(submission: Submission, row: Row, cell_notes: list[str]) -> str:
     total = sum(ex.points for ex in EXERCISES.values())
     lines = [
         f"Learner: {submission.learner}",
@@ -321,20 +283,16 @@ def _feedback(
     if row.notes:
         lines += ["Notes:", *[f"  - {n}" for n in row.notes], ""]
     if cell_notes:
-        lines += [
-            "Cells that raised an error while running:",
-            *[f"  - {n}" for n in cell_notes],
-            "",
-        ]
+        lines += ["Cells that raised an error while running:", *[f"  - {n}" for n in cell_notes]]
+        lines.append("")
     for exercise in EXERCISES.values():
         lines.append("=" * 72)
-        if exercise.id in reports:
-            lines.append(reports[exercise.id].text())
+        if exercise.id in row.reports:
+            lines.append(report_text(row.reports[exercise.id]))
         else:
-            what = "function" if exercise.kind == "function" else "dict"
             lines.append(
-                f"{exercise.id}: not found -- no {what} named {exercise.id} in the notebook(s); "
-                f"0 of {exercise.points:g} points."
+                f"{exercise.id}: not found -- no {exercise.asks_for} named {exercise.id} in the "
+                f"notebook(s); 0 of {exercise.points:g} points."
             )
         lines.append("")
     return "\n".join(lines)
@@ -371,14 +329,12 @@ def grade(
     submissions: Sequence[Submission], options: Options | None = None, *, jobs: int = 1
 ) -> list[Row]:
     """Return one Row per submission, in the order given (jobs > 1 grades in parallel)."""
-    options = options or Options()
+    grading = Grading(options or Options())
     progress = _Progress(len(submissions))
 
-    def one(submission: Submission) -> Row:
+    def one(slot: int, submission: Submission) -> Row:
         try:
-            row = grade_submission(submission, options)
-        except sandbox.SandboxUnavailable:
-            raise
+            row = grade_submission(submission, grading, slot=slot)
         except Exception as exc:  # a grader bug must not lose the other rows
             row = Row(submission.learner, "error", {ex: 0.0 for ex in EXERCISES})
             row.errors.append(f"grader error: {exc!r}")
@@ -386,7 +342,7 @@ def grade(
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, submissions))
+        return list(pool.map(one, range(len(submissions)), submissions))
 
 
 # ---------------------------------------------------------------------------
@@ -394,10 +350,13 @@ def grade(
 
 
 EXIT_CODES = (
-    "exit codes: 0 = the CSV was written (a submission that could not be graded, such as a "
-    "corrupt notebook or one that loops forever, is an error row in it, not a failure of the "
-    "command); 2 = nothing was graded: a SUBMISSION path does not exist, no notebook was found, "
-    "an output cannot be written, or --require-sandbox and no sandbox can be had."
+    "exit codes: 0 = the CSV was written and every file handed over is graded or listed with "
+    "its reason (a submission that could not be graded, such as a corrupt notebook or one that "
+    "loops forever, is an error row in it, not a failure of the command); 1 = the CSV was "
+    "written, but a file was left out for a reason the grader could not settle (two originals "
+    "of one notebook for one learner: see 'not graded'); 2 = nothing was graded: a SUBMISSION "
+    "path does not exist, no notebook was found, an output cannot be written, or "
+    "--require-sandbox and no sandbox can be had."
 )
 
 
@@ -428,8 +387,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=60.0,
         metavar="S",
-        help="seconds allowed for a notebook's code, and again for each exercise's checks "
-        "(default 60)",
+        help="seconds allowed for one notebook: its code and its checks together (default 60)",
     )
     parser.add_argument(
         "-j", "--jobs", type=int, default=1, metavar="N", help="grade N learners at once"
@@ -451,6 +409,26 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--require-sandbox",
         action="store_true",
         help="refuse to grade where no sandbox can be had (instead of resource limits only)",
+    )
+    parser.add_argument(
+        "--canvas",
+        metavar="CSV",
+        help="also write a Canvas gradebook import (the learners of a Canvas export)",
+    )
+    parser.add_argument(
+        "--moodle",
+        metavar="CSV",
+        help="also write a Moodle grading worksheet (the learners of a Moodle export)",
+    )
+    parser.add_argument(
+        "--assignment",
+        default="Streaming course",
+        help="the gradebook column's name in the Canvas import (default 'Streaming course')",
+    )
+    parser.add_argument(
+        "--excel",
+        action="store_true",
+        help="start every CSV with a UTF-8 byte order mark, so that Excel reads accents right",
     )
     parser.add_argument(
         "--no-sandbox",
@@ -495,73 +473,107 @@ def _prepare_outputs(out: Path, feedback: Path | None, report: Path | None) -> N
             raise UsageProblem(f"--feedback {feedback}: not writable")
 
 
-def _sandbox_line(args: argparse.Namespace) -> str:
-    """Return the one line that says how learner code runs; raise UsageProblem if refused."""
-    if getattr(args, "no_sandbox", False):
-        return "sandbox turned off (--no-sandbox): learner code runs with resource limits only"
+def _support(args: argparse.Namespace) -> tuple[sandbox.SandboxSupport, str]:
+    """Return the sandbox to use and the line that says so; raise UsageProblem if refused."""
+    if args.no_sandbox:
+        line = "sandbox turned off (--no-sandbox): learner code runs with resource limits only"
+        return sandbox.NO_SANDBOX, line
     support = sandbox.detect()
     if support.available:
-        return support.reason
-    if getattr(args, "require_sandbox", False):
+        return support, support.reason
+    if args.require_sandbox:
         raise UsageProblem(f"--require-sandbox: {support.reason}")
-    return f"{support.reason}; learner code runs with resource limits only"
+    return support, f"{support.reason}; learner code runs with resource limits only"
+
+
+def _outputs(args: argparse.Namespace) -> dict[str, Path | None]:
+    """Return the output paths given (None for those not asked for)."""
+    named = {"out": args.out, "feedback": args.feedback, "report": args.report}
+    named |= {"canvas": args.canvas, "moodle": args.moodle}
+    return {key: Path(value) if value else None for key, value in named.items()}
+
+
+def _write_outputs(
+    rows: list[Row], roster: Roster, paths: dict[str, Path | None], args: argparse.Namespace,
+    *, seed: int, how: str, elapsed_s: float,
+) -> None:  # fmt: skip
+    """Step 4: write every output asked for."""
+    out = paths["out"]
+    assert out is not None
+    write_csv(rows, out, bom=args.excel)
+    write_rules_csv(rows, rules_path(out), bom=args.excel)
+    if paths["feedback"] is not None:
+        write_feedback(rows, paths["feedback"])
+    if paths["report"] is not None:
+        write_report(rows, paths["report"], seed=seed, how=how, elapsed_s=elapsed_s,
+                     not_graded=roster.not_graded)  # fmt: skip
+    if paths["canvas"] is not None:
+        write_canvas(rows, paths["canvas"], assignment=args.assignment, bom=args.excel)
+    if paths["moodle"] is not None:
+        write_moodle(rows, paths["moodle"], bom=args.excel)
 
 
 def main(args: argparse.Namespace) -> int:
     """Grade the submissions; write the CSVs (and feedback, report); return the exit code.
 
-    0 when the CSV was written (error rows included); 2 when nothing was graded
-    because a given path does not exist, no notebook was found, an output
-    cannot be written, or a sandbox was required and none can be had. Every
-    check that can fail early runs before any grading.
+    0 when the CSV was written (error rows included) and every file is graded
+    or listed with its reason; 1 when a file was left out for a reason the
+    grader could not settle; 2 when nothing was graded because a given path
+    does not exist, no notebook was found, an output cannot be written, or a
+    sandbox was required and none can be had. Every check that can fail early
+    runs before any grading.
     """
     missing = [raw for raw in args.submissions if not Path(raw).exists()]
     if missing:
         for raw in missing:
             print(f"lessonkit grade: {raw}: no such file or folder", file=sys.stderr)
         return 2
-    submissions = find_submissions(args.submissions)
-    if not submissions:
+    roster = find_roster(args.submissions)  # step 1: find the submissions
+    if not roster.submissions:
         print(
             "lessonkit grade: no notebooks found in " + " ".join(args.submissions), file=sys.stderr
         )
         return 2
-    out = Path(args.out)
-    folder = Path(args.feedback) if args.feedback else None
-    report_path = Path(args.report) if getattr(args, "report", None) else None
+    paths = _outputs(args)
     try:
-        _prepare_outputs(out, folder, report_path)
-        how = _sandbox_line(args)
+        _prepare_outputs(paths["out"], paths["feedback"], paths["report"])
+        for key in ("canvas", "moodle"):
+            if paths[key] is not None:
+                _prepare_output(paths[key], f"--{key}")
+        support, how = _support(args)
     except UsageProblem as exc:
         print(f"lessonkit grade: {exc}", file=sys.stderr)
         return 2
-    seed = args.seed if getattr(args, "seed", None) is not None else secrets.randbelow(1 << 31)
+    seed = args.seed if args.seed is not None else secrets.randbelow(1 << 31)
     print(f"lessonkit grade: {how}", file=sys.stderr)
     print(f"lessonkit grade: hidden checks drawn with --seed {seed}", file=sys.stderr)
+    for item in roster.not_graded:
+        print(f"lessonkit grade: not graded: {item.path}: {item.reason}", file=sys.stderr)
     setup = Setup(
         timeout_s=args.timeout,
         limits=sandbox.Limits(cpu_s=int(max(30, 4 * args.timeout))),
-        use_sandbox=not getattr(args, "no_sandbox", False),
-        require_sandbox=getattr(args, "require_sandbox", False),
+        support=support,
     )
-    options = Options(setup, seed, getattr(args, "allow_lessonkit", False))
     started = time.monotonic()
-    rows = grade(submissions, options, jobs=args.jobs)
-    elapsed_s = time.monotonic() - started
+    rows = grade(roster.submissions, Options(setup, seed, args.allow_lessonkit), jobs=args.jobs)
+    elapsed_s = time.monotonic() - started  # steps 2 and 3: run and judge every learner
     try:
-        write_csv(rows, out)
-        write_rules_csv(rows, rules_path(out))
-        if folder is not None:
-            write_feedback(rows, folder)
-        if report_path is not None:
-            write_report(rows, report_path, seed=seed, how=how, elapsed_s=elapsed_s)
+        _write_outputs(rows, roster, paths, args, seed=seed, how=how, elapsed_s=elapsed_s)
     except OSError as exc:
         print(f"lessonkit grade: cannot write the outputs ({exc.strerror or exc})", file=sys.stderr)
         return 2
     not_ok = sum(row.status != "ok" for row in rows)
     print(
-        f"graded {len(rows)} learner(s) in {elapsed_s:.1f} s: {not_ok} row(s) not ok; "
-        f"wrote {out} and {rules_path(out)}",
+        f"graded {len(rows)} learner(s) in {elapsed_s:.1f} s: {not_ok} row(s) not ok, "
+        f"{len(roster.not_graded)} file(s) not graded; wrote {paths['out']} and "
+        f"{rules_path(paths['out'])}",
         file=sys.stderr,
     )
+    if roster.unexplained:
+        print(
+            f"lessonkit grade: {len(roster.unexplained)} file(s) left out for a reason to "
+            "settle by hand (see 'not graded' above and in the report)",
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -11,8 +11,6 @@ submission must not do; this module, run first in the sandboxed process,
   changing a path outside the scratch folder, reading another process's
   ``/proc/<pid>/environ``, signalling another process, starting processes.
   At most five events of each kind per process, written without blocking.
-* ``trusted()`` marks the child's own machinery (forking a notebook's process)
-  so that it is not reported as the learner's.
 * ``EVENT_FLAGS`` and ``flags_for_exception`` turn events and the errors that
   limits cause (MemoryError, EAGAIN on fork...) into the CSV's flags.
 
@@ -27,8 +25,6 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 __all__ = [
     "EVENTS_ENV",
@@ -38,7 +34,6 @@ __all__ = [
     "SCRATCH_ENV",
     "child_setup",
     "flags_for_exception",
-    "trusted",
 ]
 
 SCRATCH = "/tmp"  # the writable directory inside the sandbox (also cwd, HOME, TMPDIR)
@@ -64,7 +59,6 @@ _PATH_EVENTS = {  # audit events that change the file at args[0]
 _SPAWN_EVENTS = {"os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.system",
                  "subprocess.Popen"}  # fmt: skip
 _WRITABLE = ("/dev/null",)
-_trusted = [False]
 
 
 def flags_for_exception(type_name: str, errno_value: int | None = None) -> list[str]:
@@ -80,16 +74,6 @@ def flags_for_exception(type_name: str, errno_value: int | None = None) -> list[
     if errno_value in by_errno and type_name in ("BlockingIOError", "OSError", "PermissionError"):
         return [by_errno[errno_value]]
     return []
-
-
-@contextmanager
-def trusted() -> Iterator[None]:
-    """Run a block of the child's own machinery: the hook reports nothing inside it."""
-    _trusted[0] = True
-    try:
-        yield
-    finally:
-        _trusted[0] = False
 
 
 def child_setup() -> None:
@@ -158,7 +142,7 @@ def child_setup() -> None:
     busy = [False]
 
     def hook(event: str, args: tuple) -> None:
-        if busy[0] or _trusted[0]:
+        if busy[0]:
             return
         busy[0] = True
         try:

@@ -18,59 +18,68 @@ from __future__ import annotations
 import codecs
 import json
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
-__all__ = ["ANTHROPIC_MISTAKES", "LESSON_MISTAKES"]
+__all__ = ["ANTHROPIC_MISTAKES", "LESSON_MISTAKES", "Slip"]
 
 
-def _events(
-    chunks: Iterable[bytes], *, per_chunk: bool, use_if: bool, chunk_is_event: bool
-) -> Iterator[str]:
+@dataclass(frozen=True)
+class Slip:
+    """The mistakes a reader makes, each off by default; ``loose`` names what it searches for."""
+
+    per_chunk: bool = False  # each chunk decoded on its own
+    use_if: bool = False  # one event per chunk
+    chunk_is_event: bool = False  # each chunk taken for a whole event
+    at_line_end: bool = False  # an event ends at the end of a line, not at a blank line
+    loads_done: bool = False  # json.loads on the end marker too
+    replace: bool = False  # text = delta
+    no_comments: bool = False  # comments parsed as events
+    always_complete: bool = False  # complete whatever arrived
+    done_at_delta: bool = False  # (Anthropic) complete at message_delta
+    any_delta: bool = False  # (Anthropic) thinking and tool JSON taken for text
+    loose: str = ""  # a comment, the end marker or a field found by searching the text
+
+
+def _events(chunks: Iterable[bytes], slip: Slip) -> Iterator[str]:
     """Yield the events a reader sees: split at blank lines, or (mistakes) otherwise."""
     decoder = codecs.getincrementaldecoder("utf-8")()
+    end = "\n" if slip.at_line_end else "\n\n"
     buffer = ""
     for chunk in chunks:
-        if chunk_is_event:
+        if slip.chunk_is_event:
             text = chunk.decode("utf-8").strip("\n")
             if text:
                 yield text
             continue
-        buffer += chunk.decode("utf-8") if per_chunk else decoder.decode(chunk)
-        while "\n\n" in buffer:
-            event, buffer = buffer.split("\n\n", 1)
-            yield event
-            if use_if:
+        buffer += chunk.decode("utf-8") if slip.per_chunk else decoder.decode(chunk)
+        while end in buffer:
+            event, buffer = buffer.split(end, 1)
+            if event or not slip.at_line_end:  # a line reader skips the blank lines
+                yield event
+            if slip.use_if:
                 break
 
 
-def _lesson(
-    chunks: Iterable[bytes],
-    *,
-    per_chunk: bool = False,
-    use_if: bool = False,
-    chunk_is_event: bool = False,
-    loads_done: bool = False,
-    replace: bool = False,
-    no_comments: bool = False,
-    always_complete: bool = False,
-    loose: str = "",
-) -> tuple[str, bool]:
-    """Return (text, complete) of a lesson-dialect stream, read with the given mistakes."""
+def _lesson(chunks: Iterable[bytes], slip: Slip) -> tuple[str, bool]:
+    """Return (text, complete) of a lesson-dialect stream, read with the slip's mistakes."""
     text, complete = "", False
-    for event in _events(chunks, per_chunk=per_chunk, use_if=use_if, chunk_is_event=chunk_is_event):
-        if loose == "ping" and "ping" in event:
+    for event in _events(chunks, slip):
+        if slip.loose == "ping" and "ping" in event:
             continue
-        if event.startswith(":") and not no_comments:
+        if event.startswith(":") and not slip.no_comments:
             continue
-        if loose == "data":
+        if slip.loose == "data":
             data = event.split("data: ")[-1]
         else:
             data = event.removeprefix("data: ")
-        if (loose == "done" and "[DONE]" in data) or (data == "[DONE]" and not loads_done):
+        if (slip.loose == "done" and "[DONE]" in data) or (
+            data == "[DONE]" and not slip.loads_done
+        ):
             complete = True
             continue
         delta = json.loads(data)["delta"]
-        text = delta if replace else text + delta
-    return text, complete or always_complete
+        text = delta if slip.replace else text + delta
+    return text, complete or slip.always_complete
 
 
 def _fields(block: str) -> tuple[str, str]:
@@ -88,23 +97,13 @@ def _fields(block: str) -> tuple[str, str]:
     return kind, "\n".join(data)
 
 
-def _anthropic(
-    chunks: Iterable[bytes],
-    *,
-    per_chunk: bool = False,
-    use_if: bool = False,
-    chunk_is_event: bool = False,
-    replace: bool = False,
-    done_at_delta: bool = False,
-    any_delta: bool = False,
-    loose: str = "",
-) -> tuple[str, bool, str | None]:
-    """Return (text, complete, stop_reason) of an Anthropic stream, read with the given mistakes."""
+def _anthropic(chunks: Iterable[bytes], slip: Slip) -> tuple[str, bool, str | None]:
+    """Return (text, complete, stop_reason) of an Anthropic stream, read with the slip's mistakes."""
     text, complete, stop = "", False, None
-    for block in _events(chunks, per_chunk=per_chunk, use_if=use_if, chunk_is_event=chunk_is_event):
-        if loose == "ping" and "ping" in block:
+    for block in _events(chunks, slip):
+        if slip.loose == "ping" and "ping" in block:
             continue
-        if loose == "stop" and "message_stop" in block:
+        if slip.loose == "stop" and "message_stop" in block:
             complete = True
             continue
         kind, data = _fields(block)
@@ -112,27 +111,29 @@ def _anthropic(
             continue
         if kind == "content_block_delta":
             delta = json.loads(data)["delta"]
-            if any_delta or delta.get("type") == "text_delta":
+            if slip.any_delta or delta.get("type") == "text_delta":
                 piece = (
                     delta.get("text") or delta.get("partial_json") or delta.get("thinking") or ""
                 )
-                text = piece if replace else text + piece
+                text = piece if slip.replace else text + piece
         elif kind == "message_delta":
             stop = json.loads(data)["delta"].get("stop_reason")
-            complete = complete or done_at_delta
+            complete = complete or slip.done_at_delta
         elif kind == "message_stop":
             complete = True
     return text, complete, stop
 
 
-def _with(reader: Callable[..., object], **mistake: object) -> Callable[[list[bytes]], object]:
-    return lambda chunks: reader(chunks, **mistake)
+def _with(reader: Callable[[Iterable[bytes], Slip], object], **slip: object) -> Callable:
+    mistake = Slip(**slip)  # type: ignore[arg-type]
+    return lambda chunks: reader(chunks, mistake)
 
 
 LESSON_MISTAKES: dict[str, Callable[[list[bytes]], object]] = {
     "decode": _with(_lesson, per_chunk=True),
     "while": _with(_lesson, use_if=True),
     "chunk_not_event": _with(_lesson, chunk_is_event=True),
+    "early": _with(_lesson, at_line_end=True),
     "done_json": _with(_lesson, loads_done=True),
     "append": _with(_lesson, replace=True),
     "comment": _with(_lesson, no_comments=True),

@@ -4,58 +4,58 @@
     check("read_stream", read_stream)
 
 ``check`` runs the public checks of one exercise (``lessonkit.grading.engine``)
-and shows what failed: the rule, the smallest input that breaks the function,
-what was expected and what came back, and a hint. It never raises.
+and shows what failed: the rule, the smallest input that shows the learner's
+root bug, what was expected and what came back, and a hint. It never raises.
 
-The learner's function runs in a forked copy of the kernel, a rule's inputs
-per round trip, with a time limit per call: a function that never returns is
-killed after a few seconds and the kernel stays usable. (Where fork is
-missing, a thread runs it instead; a runaway thread is then left behind.) The
-kernel compares each result with the reference, so nothing the function does
-in its copy can change the verdict. ``try_it`` runs one call the same way.
+The learner's function runs out of the kernel's reach, under a time limit per
+call (``lessonkit.grading.runners``): in a worker process started for the
+check, or -- in a browser kernel, which has no processes -- in the kernel
+under a ``sys.settrace`` budget that stops a loop written in Python (not one
+inside C code). Both give the same points and hints. The kernel compares each
+result with the reference, so nothing the function does can change the
+verdict. ``try_it`` runs one call the same way.
 
 No OS sandbox here, on purpose: this is the learner's own code in the
 learner's own kernel, which it could harm without ``check`` anyway, and the
-check must stay fast and work wherever the notebook runs (a laptop, Binder,
-JupyterHub), with or without bubblewrap. The fork still records calls into the
-course's own answers (``integrity``), so ``check`` says "write your own
-reader" where ``lessonkit grade`` would give no points. ``lessonkit grade``
-is where submissions run sandboxed.
-
-Hidden checks run only at grading (``lessonkit grade``), and their feedback
-names the rule, never the input.
+check must work wherever the notebook runs. The calls still record the
+course's own answers they run into (``integrity``), so ``check`` says "write
+your own reader" where ``lessonkit grade`` would give no points.
+``lessonkit grade`` is where submissions run sandboxed, and where the hidden
+checks run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
-import signal
 import sys
-import threading
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from lessonkit.grading import integrity
-from lessonkit.grading.channel import Channel
 from lessonkit.grading.codec import materialize, to_jsonable
 from lessonkit.grading.engine import (
     CALL_LIMIT_S,
+    Answers,
     Case,
+    Ended,
     Exercise,
-    Outcome,
+    Mode,
+    Plan,
+    Raised,
     Report,
-    call_in_process,
+    Returned,
+    TimedOut,
     evaluate,
-    evaluate_value,
-    one_at_a_time,
+    evaluate_answers,
 )
 from lessonkit.grading.ex5_resume import FakeFetch, FetchScript
 from lessonkit.grading.exercises import EXERCISES
-from lessonkit.grading.feedback import feedback_html
+from lessonkit.grading.feedback import feedback_html, report_text
+from lessonkit.grading.runners import Runner, choose_runner
 
 __all__ = [
     "GRADING_ENV",
@@ -63,13 +63,13 @@ __all__ = [
     "check",
     "grading_mode",
     "http_fetch",
-    "isolated_calls",
     "live_resume",
     "practice_fetch",
     "try_it",
 ]
 
 GRADING_ENV = "LESSONKIT_GRADING"
+SHOWN_RESULT_CHARS = 10_000  # longest result repr try_it prints
 
 
 def grading_mode() -> bool:
@@ -87,6 +87,7 @@ class CheckResult:
     feedback: str = field(repr=False, default="")
     report: Report | None = field(repr=False, default=None, compare=False)
     exercise: str = ""
+    shown_in_cell: int | None = field(repr=False, default=None, compare=False)
 
     def __repr__(self) -> str:
         """Return a one-line summary, e.g. "CheckResult(read_stream: 30/30 passed)"."""
@@ -104,118 +105,8 @@ class CheckResult:
         So a check cell shows its feedback once, with or without a trailing
         ``;`` (nbval runs cells without history, where IPython ignores the ``;``).
         """
-        if getattr(self, "_shown_in_cell", None) == _execution_count():
-            return
-        _display(self)
-
-
-# ---------------------------------------------------------------------------
-# Running the learner's function out of the kernel's reach
-
-
-class Calls:
-    """Calls of one learner function out of the kernel's reach: ``call`` one, ``many`` a batch."""
-
-    def __init__(
-        self,
-        call: Callable[[Case, float], Outcome],
-        many: Callable[[Sequence[Case], float], list[Outcome]] | None = None,
-    ) -> None:
-        self.call = call
-        self._many = many
-
-    def many(self, cases: Sequence[Case], limit_s: float) -> list[Outcome]:
-        """Return the Outcomes of the cases in order, stopping after a time-out or a crash."""
-        if self._many is not None:
-            return self._many(cases, limit_s)
-        return one_at_a_time(lambda case: self.call(case, limit_s))(cases)
-
-
-@contextlib.contextmanager
-def isolated_calls(name: str, fn: Callable[..., Any]) -> Iterator[Calls]:
-    """Yield Calls of fn(*case.args), each call under a time limit.
-
-    The calls run in a forked copy of this process, stopped when the block
-    ends; where fork is missing (or fails), in a daemon thread instead.
-    """
-    channel = None
-    if hasattr(os, "fork"):
-        try:
-            channel = _fork_channel(name, fn)
-        except OSError:  # no processes left to fork: fall back to a thread
-            channel = None
-    if channel is None:
-        yield Calls(_ThreadRunner(fn).call)
-        return
-    try:
-        yield Calls(
-            lambda case, limit_s: channel.call(name, case, limit_s),
-            lambda cases, limit_s: channel.call_many(name, cases, limit_s),
-        )
-    finally:
-        channel.quit()
-
-
-def _fork_channel(name: str, fn: Callable[..., Any]) -> Channel:
-    """Return a Channel to a forked copy of this process that serves ``fn`` under ``name``."""
-    # Imported here: `python -m lessonkit.grading.child` must not find it loaded already.
-    from lessonkit.grading import child
-
-    down_read, down_write = os.pipe()
-    up_read, up_write = os.pipe()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork in a threaded kernel
-        pid = os.fork()
-    if pid == 0:  # the child: never return into the caller's code
-        try:
-            os.close(down_write)
-            os.close(up_read)
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
-            sys.stdout = sys.stderr = io.StringIO()
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            integrity.install()  # in this copy only: the kernel's lessonkit stays as it is
-            wire = child.Wire(down_read, up_write)
-            child.serve(wire, {name: fn}.get, use_alarm=False)
-        finally:
-            os._exit(0)
-    os.close(down_read)
-    os.close(up_write)
-
-    def stop() -> None:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-
-    return Channel(up_read, down_write, stop)
-
-
-class _ThreadRunner:
-    """Fallback without fork: each call in a daemon thread, abandoned if it overruns."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.broken = False
-
-    def call(self, case: Case, limit_s: float) -> Outcome:
-        if self.broken:
-            return Outcome(timed_out=True)
-        box: list[Outcome] = []
-        worker = threading.Thread(
-            target=lambda: box.append(call_in_process(self.fn, case)), daemon=True
-        )
-        worker.start()
-        worker.join(limit_s)
-        if not box:
-            self.broken = True
-            return Outcome(timed_out=True)
-        return box[0]
+        if self.shown_in_cell is None or self.shown_in_cell != _execution_count():
+            _display(self)
 
 
 # ---------------------------------------------------------------------------
@@ -223,28 +114,31 @@ class _ThreadRunner:
 
 
 def check(
-    exercise_id: str, fn: Any, *, show: bool = True, limit_s: float = CALL_LIMIT_S
+    exercise_id: str,
+    fn: Any,
+    *,
+    show: bool = True,
+    limit_s: float = CALL_LIMIT_S,
+    runner: Runner | None = None,
 ) -> CheckResult:
     """Return the CheckResult of the public checks of one exercise, shown in the notebook.
 
     ``fn`` is the learner's function (for the "now change it" exercise: the
-    dict of answers). Never raises: problems become feedback.
+    dict of answers). ``runner`` picks where the calls run (tests; by default
+    lessonkit chooses, see ``runners.choose_runner``). Never raises: problems
+    become feedback.
     """
     exercise = EXERCISES.get(exercise_id)
     if exercise is None:
         known = ", ".join(EXERCISES)
-        return _finish(
-            CheckResult(
-                False, 0.0, 0.0, f"unknown exercise {exercise_id!r}; the exercises are: {known}"
-            ),
-            show,
-        )
+        text = f"unknown exercise {exercise_id!r}; the exercises are: {known}"
+        return _finish(CheckResult(False, 0.0, 0.0, text), show)
     if grading_mode():
         return CheckResult(
             False, 0.0, exercise.points, "checked by `lessonkit grade`", exercise=exercise_id
         )
     try:
-        report = _run_public(exercise, fn, limit_s)
+        report = _run_public(exercise, fn, Mode(limit_s=limit_s), runner or choose_runner())
     except Exception as exc:  # the checker's own bug must not break the learner's notebook
         text = (
             f"{exercise_id}: the checker itself failed ({type(exc).__name__}: {exc}); "
@@ -252,29 +146,21 @@ def check(
         )
         return _finish(CheckResult(False, 0.0, exercise.points, text, exercise=exercise_id), show)
     result = CheckResult(
-        report.passed, report.score, exercise.points, report.text(), report, exercise_id
+        report.passed, report.score, exercise.points, report_text(report), report, exercise_id
     )
     return _finish(result, show)
 
 
-def _run_public(exercise: Exercise, fn: Any, limit_s: float) -> Report:
-    if exercise.kind == "value":
-        return evaluate_value(exercise, to_jsonable(fn))
+def _run_public(exercise: Exercise, fn: Any, mode: Mode, runner: Runner) -> Report:
+    if isinstance(exercise, Answers):
+        return evaluate_answers(exercise, to_jsonable(fn), mode, used=integrity.copies(fn))
     if not callable(fn):
-        return Report(
-            exercise.id,
-            exercise.title,
-            exercise.points,
-            problem=f"check({exercise.id!r}, ...) needs your function; it got {_kind_of(fn)}.",
-        )
-    copied = integrity.copies(fn)  # a pasted copy of the course's answer, read from its code
-    with isolated_calls(exercise.id, fn) as calls:
-        return evaluate(
-            exercise,
-            run_many=lambda cases: calls.many(cases, limit_s),
-            call_limit_s=limit_s,
-            used=copied,
-        )
+        problem = f"check({exercise.id!r}, ...) needs your function; it got {_kind_of(fn)}."
+        return Report(exercise, problem=problem)
+    copied = integrity.copies(fn)  # a pasted copy of the course's code, or of its cases
+    plan = Plan(exercise, mode)
+    with runner(fn, mode, plan) as calls:
+        return evaluate(exercise, calls, mode, plan=plan, used=copied)
 
 
 def _kind_of(value: Any) -> str:
@@ -282,38 +168,42 @@ def _kind_of(value: Any) -> str:
 
 
 def _finish(result: CheckResult, show: bool) -> CheckResult:
-    if show:
-        _display(result)
-    return result
+    if not show:
+        return result
+    # Remember the cell, so the result echoed at the end of that cell shows nothing more.
+    shown = CheckResult(
+        result.passed,
+        result.score,
+        result.max_score,
+        result.feedback,
+        result.report,
+        result.exercise,
+        shown_in_cell=_execution_count(),
+    )
+    _display(shown)
+    return shown
 
 
-def _in_ipython() -> bool:
+def _ipython() -> Any:
+    """Return the running IPython shell, or None outside IPython."""
     shell = sys.modules.get("IPython")
-    if shell is None:
-        return False
     try:
-        return shell.get_ipython() is not None
+        return shell.get_ipython() if shell is not None else None
     except Exception:
-        return False
+        return None
 
 
 def _execution_count() -> int | None:
     """Return the number of the cell IPython is running now (None outside IPython)."""
-    shell = sys.modules.get("IPython")
-    try:
-        ip = shell.get_ipython() if shell is not None else None
-    except Exception:
-        return None
-    return getattr(ip, "execution_count", None) if ip is not None else None
+    return getattr(_ipython(), "execution_count", None)
 
 
 def _display(result: CheckResult) -> None:
-    # Remember the cell, so the result echoed at the end of that cell shows nothing more.
-    object.__setattr__(result, "_shown_in_cell", _execution_count())
-    if _in_ipython():
+    if _ipython() is not None:
         from IPython.display import display
 
-        display({"text/plain": result.feedback, "text/html": feedback_html(result)}, raw=True)
+        html = feedback_html(result.feedback, result.report)
+        display({"text/plain": result.feedback, "text/html": html}, raw=True)
     else:
         print(result.feedback)
 
@@ -322,16 +212,20 @@ def _display(result: CheckResult) -> None:
 # Small helpers for the exercise notebooks
 
 
-def try_it(fn: Callable[..., Any], *args: Any, limit_s: float = CALL_LIMIT_S) -> None:
+def try_it(
+    fn: Callable[..., Any],
+    *args: Any,
+    limit_s: float = CALL_LIMIT_S,
+    runner: Runner | None = None,
+) -> None:
     """Print what ``fn(*args)`` returns; a stub, an error or an endless loop is printed, never raised.
 
     The exercise notebooks use it for their "try it" cells, so that they run
     top to bottom before the learner has written anything. The call runs like
-    ``check``'s: in a forked copy of the kernel, stopped after ``limit_s``
-    seconds, so a loop that never ends cannot hang the kernel. What the
-    function prints is shown above its result. A ``practice_fetch`` argument
-    still records the Last-Event-ID of each call in ``.requests``. Inside
-    ``lessonkit grade`` nothing runs.
+    ``check``'s, stopped after ``limit_s`` seconds, so a loop that never ends
+    cannot hang the kernel. What the function prints is shown above its
+    result. A ``practice_fetch`` argument still records the Last-Event-ID of
+    each call in ``.requests``. Inside ``lessonkit grade`` nothing runs.
     """
     name = getattr(fn, "__name__", "your function")
     if grading_mode():
@@ -340,51 +234,52 @@ def try_it(fn: Callable[..., Any], *args: Any, limit_s: float = CALL_LIMIT_S) ->
     if not callable(fn):
         print(f"try_it needs your function first; it got {_kind_of(fn)}")
         return
-    printed, verdict = _try_call(name, fn, args, limit_s)
+    printed, verdict = _try_call(name, fn, args, limit_s, runner or choose_runner())
     if printed:
         print(printed, end="" if printed.endswith("\n") else "\n")
     print(verdict)
 
 
-SHOWN_RESULT_CHARS = 10_000  # longest result repr try_it prints
+def _shown_call(fn: Callable[..., Any], name: str, args: tuple, *fetches: Any) -> dict:
+    """Return {"printed": ..., "verdict": ...} of fn(*args); a fetch replaces the FakeFetch."""
+    real = [fetches[0] if isinstance(a, FakeFetch) and fetches else a for a in args]
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            value = materialize(fn(*real))
+    except NotImplementedError:
+        verdict = f"{name} is not written yet"
+    except Exception as exc:
+        verdict = f"{name} raised {type(exc).__name__}: {exc}"
+    else:
+        text = repr(value)
+        if len(text) > SHOWN_RESULT_CHARS:
+            text = text[:SHOWN_RESULT_CHARS] + f" ... ({len(text)} characters in all)"
+        verdict = f"{name} -> {text}"
+    return {"printed": printed.getvalue(), "verdict": verdict}
 
 
-def _try_call(name: str, fn: Callable[..., Any], args: tuple, limit_s: float) -> tuple[str, str]:
+def _try_call(
+    name: str, fn: Callable[..., Any], args: tuple, limit_s: float, runner: Runner
+) -> tuple[str, str]:
     """Return (what fn printed, a verdict line) for one call of fn(*args) under a time limit."""
-    fetch_at = next((i for i, a in enumerate(args) if isinstance(a, FakeFetch)), None)
-
-    def shown(*fetches: Any) -> dict:
-        real = list(args)
-        if fetch_at is not None and fetches:
-            real[fetch_at] = fetches[0]
-        printed = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(printed):
-                value = materialize(fn(*real))
-        except NotImplementedError:
-            verdict = f"{name} is not written yet"
-        except Exception as exc:
-            verdict = f"{name} raised {type(exc).__name__}: {exc}"
-        else:
-            text = repr(value)
-            if len(text) > SHOWN_RESULT_CHARS:
-                text = text[:SHOWN_RESULT_CHARS] + f" ... ({len(text)} characters in all)"
-            verdict = f"{name} -> {text}"
-        return {"printed": printed.getvalue(), "verdict": verdict}
-
-    case = Case("try it", () if fetch_at is None else (args[fetch_at],))
-    with isolated_calls("try_it", shown) as calls:
-        outcome = calls.call(case, limit_s)
-    if outcome.timed_out:
+    fetch = next((a for a in args if isinstance(a, FakeFetch)), None)
+    case = Case("try it", () if fetch is None else (fetch,))
+    shown = functools.partial(_shown_call, fn, name, args)
+    with runner(shown, Mode(limit_s=limit_s)) as calls:
+        [outcome] = calls([case])[:1] or [Ended()]
+    if isinstance(outcome, TimedOut):
         return "", (
             f"{name} gave no answer within {limit_s:g} s and was stopped "
             "(an endless loop? a `while` whose condition never changes?)"
         )
-    if outcome.error_type == "ChildGone":
+    if isinstance(outcome, Ended):
         return "", f"{name} ended the process running it (sys.exit / os._exit?)"
-    if outcome.error is not None:
+    if isinstance(outcome, Raised):
         return "", f"{name} raised {outcome.error}"
-    value = outcome.value if isinstance(outcome.value, dict) else {}
+    value = (
+        outcome.value if isinstance(outcome, Returned) and isinstance(outcome.value, dict) else {}
+    )
     return str(value.get("printed", "")), str(value.get("verdict", f"{name} -> ?"))
 
 

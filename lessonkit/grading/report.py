@@ -1,19 +1,27 @@
-"""What grading writes for the instructor: the grades CSVs, feedback files and the class report.
+"""What grading writes for the instructor: ``Row``, the grades CSVs, gradebook imports, the report.
 
 ``write_csv`` (one row per learner), ``write_rules_csv`` (one line per learner,
-exercise and rule), ``write_feedback`` (one text file per learner) and
-``write_report`` (one self-contained HTML page with figures). Each is written
-whole to a temporary file in the destination folder and renamed into place
-(``write_atomically``): a reader never sees half a file, and no learner code
-runs in this process or can reach these folders from its sandbox.
+exercise and rule), ``write_canvas`` and ``write_moodle`` (gradebook imports),
+``write_feedback`` (one text file per learner) and ``write_report`` (one
+self-contained HTML page with figures). Each is written whole to a temporary
+file in the destination folder and renamed into place (``write_atomically``):
+a reader never sees half a file, and no learner code runs in this process or
+can reach these folders from its sandbox. ``bom=True`` starts each CSV with
+the UTF-8 byte order mark Excel needs to read "José Núñez" right.
+
+**The gradebook rule.** ``score`` is always the points the tests gave. The
+``gradebook`` column holds the same number, except for a flagged or limited
+row (status ``flagged: ...`` or ``limit: ...``), where it stays empty: that
+grade waits for the instructor. The Canvas and Moodle files carry the
+gradebook column.
 
 What an instructor needs after grading, in order: how the scores spread
 (a histogram), how each exercise went (mean score as a share of its points),
-what to reteach (per exercise, the rule learners most often failed first, with
-the hint they were given most often under it: the mistake behind it), how often each rule failed, and the rows to look at (any status but
-"ok": flags, limits, errors). Failure rates count the learners who attempted
-the exercise (their function was found and did not just raise
-NotImplementedError).
+what to reteach (the mistakes the grader diagnosed, counted over honest rows,
+each with the smallest input that shows it), how often each rule failed, the
+rows to look at (any status but "ok") and the files that were not graded.
+Class statistics count honest rows only; flagged and limited rows are counted
+apart. Failure rates count the learners who attempted the exercise.
 
 The figures are inline SVG drawn here (no plotting library, no script, no
 network), so the page opens anywhere, prints, and shows the same thing every
@@ -29,28 +37,64 @@ import os
 import re
 import statistics
 import tempfile
+import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lessonkit.grading.engine import Report
 from lessonkit.grading.exercises import EXERCISES
-
-if TYPE_CHECKING:
-    from lessonkit.grading.grade import Row
+from lessonkit.grading.roster import NotGraded
 
 __all__ = [
     "CSV_COLUMNS",
+    "Row",
     "class_summary",
     "render_report",
     "rules_path",
+    "safe_name",
     "write_atomically",
+    "write_canvas",
     "write_csv",
     "write_feedback",
+    "write_moodle",
     "write_report",
     "write_rules_csv",
 ]
+
+
+@dataclass
+class Row:
+    """One line of the grades CSV, and the feedback written for that learner."""
+
+    learner: str
+    status: str = "ok"
+    scores: dict[str, float] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    feedback: str = ""
+    reports: dict[str, Report] = field(default_factory=dict)
+    lms: str = ""
+    lms_id: str = ""
+
+    @property
+    def score(self) -> float:
+        """Return the points the tests gave over all exercises."""
+        return round(sum(self.scores.values()), 2)
+
+    @property
+    def honest(self) -> bool:
+        """Return False for a flagged or limited row (its grade waits for the instructor)."""
+        return not self.status.startswith(("flagged", "limit")) and "; limit:" not in self.status
+
+    @property
+    def gradebook(self) -> str:
+        """Return the grade a gradebook may import: the score, empty for a flagged or limited row."""
+        return f"{self.score:g}" if self.honest else ""
+
 
 _BAR = "#4c72b0"
 _BAD = "#c44e52"
@@ -69,28 +113,38 @@ def _attempted(report: Report | None) -> bool:
     return report is not None and not report.not_attempted and bool(report.findings)
 
 
-def _first_failed(report: Report) -> tuple[str, str] | None:
-    """Return (rule, the hint the learner was given) of the first failing rule."""
-    return next(((f.rule, f.hint) for f in report.findings if not f.passed), None)
+def _mistakes(rows: Sequence[Row], eid: str) -> dict[str, dict]:
+    """Return cause -> {learners, hint, input, size} of the mistakes diagnosed in ``eid``."""
+    found: dict[str, dict] = {}
+    for row in rows:
+        report = row.reports.get(eid)
+        if report is None:
+            continue
+        for cause in dict.fromkeys(f.cause for f in report.failed if f.diagnosed):
+            shown = [f for f in report.failed if f.diagnosed and f.cause == cause]
+            public = [f for f in shown if not f.hidden]
+            entry = found.setdefault(
+                cause, {"learners": 0, "hint": shown[0].hint, "input": "", "size": None}
+            )
+            entry["learners"] += 1
+            smallest = min(public, key=lambda f: f.size) if public else None
+            if smallest is not None and (entry["size"] is None or smallest.size < entry["size"]):
+                entry["input"], entry["size"] = smallest.shown_input, smallest.size
+    return found
 
 
 def class_summary(rows: Sequence[Row]) -> dict:
-    """Return the numbers the report draws: scores, per-exercise means, per-rule failure rates."""
+    """Return the numbers the report draws, over honest rows (flagged and limited ones apart)."""
     total = sum(ex.points for ex in EXERCISES.values())
+    honest = [row for row in rows if row.honest]
+    apart = [row for row in rows if not row.honest]
     exercises = {}
     for eid, exercise in EXERCISES.items():
-        reports = [row.reports.get(eid) for row in rows]
-        tried = [r for r in reports if _attempted(r)]
+        tried = [r for r in (row.reports.get(eid) for row in honest) if _attempted(r)]
         failing: Counter[str] = Counter()
-        first: Counter[str] = Counter()
-        hints: dict[str, Counter[str]] = {}
         for report in tried:
-            failing.update(f.rule for f in report.findings if not f.passed)
-            found = _first_failed(report)
-            if found:
-                first[found[0]] += 1
-                hints.setdefault(found[0], Counter())[found[1]] += 1
-        scores = [row.scores.get(eid, 0.0) for row in rows]
+            failing.update(f.rule for f in report.failed)
+        scores = [row.scores.get(eid, 0.0) for row in honest]
         exercises[eid] = {
             "title": exercise.title,
             "points": exercise.points,
@@ -100,13 +154,14 @@ def class_summary(rows: Sequence[Row]) -> dict:
                 (rule.name, rule.hidden, failing[rule.name] / len(tried) if tried else 0.0)
                 for rule in exercise.rules
             ],
-            "first": first.most_common(1)[0] if first else None,
-            # the hint learners were given most often under that rule (the diagnosed mistake)
-            "hints": {rule: counts.most_common(1)[0][0] for rule, counts in hints.items()},
+            "mistakes": _mistakes(honest, eid),
+            "mistakes_apart": _mistakes(apart, eid),
         }
-    scores = [row.score for row in rows]
+    scores = [row.score for row in honest]
     return {
         "learners": len(rows),
+        "honest": len(honest),
+        "apart": len(apart),
         "max_score": total,
         "scores": scores,
         "mean": statistics.fmean(scores) if scores else 0.0,
@@ -196,7 +251,14 @@ def _table(header: Sequence[str], body: Sequence[Sequence[str]], table_id: str) 
     return f'<table id="{table_id}"><tr>{head}</tr>{lines}</table>'
 
 
-def render_report(rows: Sequence[Row], *, seed: int, how: str, elapsed_s: float) -> str:
+def render_report(
+    rows: Sequence[Row],
+    *,
+    seed: int,
+    how: str,
+    elapsed_s: float,
+    not_graded: Sequence[NotGraded] = (),
+) -> str:
     """Return the class report as one HTML page."""
     summary = class_summary(rows)
     exercises = summary["exercises"]
@@ -208,7 +270,9 @@ def render_report(rows: Sequence[Row], *, seed: int, how: str, elapsed_s: float)
         f"<p class='meta'>{summary['learners']} learner(s) graded in {elapsed_s:.0f} s. "
         f"Mean {summary['mean']:.1f}, median {summary['median']:g} of "
         f"{summary['max_score']:g} points. Hidden checks drawn with <code>--seed {seed}</code> "
-        f"(give it again to reproduce these grades). {html.escape(how)}.</p>",
+        f"(give it again to reproduce these grades). {html.escape(how)}. "
+        f"Statistics count the {summary['honest']} honest row(s); {summary['apart']} flagged "
+        "or limited row(s) are counted apart.</p>",
         "<h2>Score distribution</h2>",
         f"<figure>{_histogram(summary['scores'], summary['max_score'])}"
         "<figcaption>Learners per score band (total points).</figcaption></figure>",
@@ -229,16 +293,32 @@ def render_report(rows: Sequence[Row], *, seed: int, how: str, elapsed_s: float)
     out.append("<h2>What to reteach</h2>")
     reteach = []
     for eid, info in exercises.items():
-        if info["first"] is None:
-            reteach.append([eid, "(no learner failed a rule)", "", ""])
-            continue
-        rule, count = info["first"]
-        share = f"{count} of {info['attempted']}"
-        reteach.append([eid, rule, share, info["hints"].get(rule, "")])
+        ranked = sorted(info["mistakes"].items(), key=lambda item: -item[1]["learners"])
+        for cause, mistake in ranked:
+            apart = info["mistakes_apart"].get(cause, {}).get("learners", 0)
+            reteach.append(
+                [eid, mistake["hint"], f"{mistake['learners']} of {info['attempted']}",
+                 f"{apart}", mistake["input"] or "(hidden checks only)"]
+            )  # fmt: skip
     out.append(
-        "<p>Per exercise, the rule learners most often failed <em>first</em> (the one their "
-        "feedback opened with) and its hint.</p>"
-        + _table(["exercise", "first failing rule", "learners", "hint"], reteach, "reteach")
+        "<p>The mistakes the grader diagnosed (the bug behind a failure, read from what the "
+        "function returned), counted over honest rows, each with the smallest input that "
+        "shows it. Flagged and limited rows are counted in their own column.</p>"
+        + (
+            _table(
+                [
+                    "exercise",
+                    "mistake (the hint learners got)",
+                    "learners",
+                    "flagged rows",
+                    "smallest input",
+                ],
+                reteach,
+                "reteach",
+            )  # fmt: skip
+            if reteach
+            else "<p id='reteach'>No mistake was diagnosed.</p>"
+        )
     )
     out.append("<h2>Per rule: how often it failed</h2>")
     for eid, info in exercises.items():
@@ -266,6 +346,14 @@ def render_report(rows: Sequence[Row], *, seed: int, how: str, elapsed_s: float)
         if flagged
         else "<p id='not-ok'>Every row is ok.</p>"
     )
+    out.append("<h2>Not graded</h2>")
+    left = [[str(item.path), item.reason, "" if item.explained else "unexplained"]
+            for item in not_graded]  # fmt: skip
+    out.append(
+        _table(["file", "why it was not graded", ""], left, "not-graded")
+        if left
+        else "<p id='not-graded'>Every file handed over was graded.</p>"
+    )
     out.append("<h2>All learners</h2>")
     every = [
         [
@@ -281,20 +369,29 @@ def render_report(rows: Sequence[Row], *, seed: int, how: str, elapsed_s: float)
     return "\n".join(out)
 
 
-def write_report(rows: Sequence[Row], path: Path, *, seed: int, how: str, elapsed_s: float) -> None:
+def write_report(
+    rows: Sequence[Row],
+    path: Path,
+    *,
+    seed: int,
+    how: str,
+    elapsed_s: float,
+    not_graded: Sequence[NotGraded] = (),
+) -> None:
     """Write the class report to ``path`` (atomically)."""
-    write_atomically(path, render_report(rows, seed=seed, how=how, elapsed_s=elapsed_s))
+    page = render_report(rows, seed=seed, how=how, elapsed_s=elapsed_s, not_graded=not_graded)
+    write_atomically(path, page)
 
 
 # ---------------------------------------------------------------------------
 # The CSVs and feedback files: written whole to a temporary file, then renamed into place
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, *, bom: bool = False) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+        with os.fdopen(handle, "w", encoding="utf-8-sig" if bom else "utf-8", newline="") as out:
             out.write(text)
         os.replace(temporary, path)
     except BaseException:
@@ -312,33 +409,87 @@ CSV_COLUMNS = [
     "max_score",
     *EXERCISES,
     "flags",
+    "gradebook",
+    "lms",
+    "lms_id",
     "error",
     "notes",
     "files",
 ]
 
 
-def write_csv(rows: Sequence[Row], out: Path) -> None:
-    """Write the grades: one row per learner (see CSV_COLUMNS)."""
-    total = sum(ex.points for ex in EXERCISES.values())
+def _max_score() -> float:
+    return sum(ex.points for ex in EXERCISES.values())
+
+
+def _csv_text(header: Sequence[str], lines: Iterable[Sequence[str]]) -> str:
     text = io.StringIO()
     writer = csv.writer(text)
-    writer.writerow(CSV_COLUMNS)
-    for row in rows:
-        writer.writerow(
-            [
-                row.learner,
-                row.status,
-                f"{row.score:g}",
-                f"{total:g}",
-                *[f"{row.scores.get(ex, 0.0):g}" for ex in EXERCISES],
-                ";".join(row.flags),
-                "; ".join(row.errors),
-                "; ".join(row.notes),
-                "; ".join(row.files),
-            ]
-        )
-    write_atomically(out, text.getvalue())
+    writer.writerow(header)
+    writer.writerows(lines)
+    return text.getvalue()
+
+
+def write_csv(rows: Sequence[Row], out: Path, *, bom: bool = False) -> None:
+    """Write the grades: one row per learner (see CSV_COLUMNS)."""
+    lines = [
+        [
+            row.learner,
+            row.status,
+            f"{row.score:g}",
+            f"{_max_score():g}",
+            *[f"{row.scores.get(ex, 0.0):g}" for ex in EXERCISES],
+            ";".join(row.flags),
+            row.gradebook,
+            row.lms,
+            row.lms_id,
+            "; ".join(row.errors),
+            "; ".join(row.notes),
+            "; ".join(row.files),
+        ]
+        for row in rows
+    ]
+    write_atomically(out, _csv_text(CSV_COLUMNS, lines), bom=bom)
+
+
+def write_canvas(rows: Sequence[Row], out: Path, *, assignment: str, bom: bool = False) -> None:
+    """Write a Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, the grade.
+
+    One line per learner from a Canvas export (``ID`` is Canvas's user id from
+    the file names), after the "Points Possible" line; the grade is the
+    gradebook column, so a flagged or limited row imports no grade.
+    """
+    header = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment]
+    lines = [["Points Possible", "", "", "", "", f"{_max_score():g}"]]
+    lines += [
+        [row.learner.rsplit("_", 1)[0], row.lms_id, "", "", "", row.gradebook]
+        for row in rows
+        if row.lms == "canvas"
+    ]
+    write_atomically(out, _csv_text(header, lines), bom=bom)
+
+
+def write_moodle(rows: Sequence[Row], out: Path, *, bom: bool = False) -> None:
+    """Write a Moodle grading worksheet: Identifier ("Participant N"), Full name, Grade, ...
+
+    The format of an assignment's "Upload grading worksheet" (Moodle matches
+    ``Identifier`` to the participant number in the export's folder names).
+    One line per learner from a Moodle export; the grade is the gradebook
+    column, so a flagged or limited row uploads no grade.
+    """
+    header = ["Identifier", "Full name", "Grade", "Maximum Grade", "Feedback comments"]
+    lines = [
+        [
+            f"Participant {row.lms_id}",
+            row.learner.rsplit("_", 1)[0],
+            row.gradebook,
+            f"{_max_score():g}",
+            "" if row.honest else f"waits for the instructor: {row.status}",
+        ]
+        for row in rows
+        if row.lms == "moodle"
+    ]
+    write_atomically(out, _csv_text(header, lines), bom=bom)
 
 
 def rules_path(out: Path) -> Path:
@@ -346,7 +497,7 @@ def rules_path(out: Path) -> Path:
     return out.with_name(f"{out.stem}_rules{out.suffix or '.csv'}")
 
 
-def write_rules_csv(rows: Sequence[Row], out: Path) -> None:
+def write_rules_csv(rows: Sequence[Row], out: Path, *, bom: bool = False) -> None:
     """Write one line per learner, attempted exercise and rule: passed (1/0) and points earned."""
     text = io.StringIO()
     writer = csv.writer(text)
@@ -366,19 +517,26 @@ def write_rules_csv(rows: Sequence[Row], out: Path) -> None:
                         int(finding.hidden),
                     ]
                 )
-    write_atomically(out, text.getvalue())
+    write_atomically(out, text.getvalue(), bom=bom)
 
 
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "learner"
+def safe_name(name: str) -> str:
+    """Return a file name for a learner id: letters of any script, digits, ``._-``; no path.
+
+    ``José Núñez_200101`` -> ``José_Núñez_200101``. A name that is empty or
+    only dots becomes "learner"; at most 120 characters.
+    """
+    name = unicodedata.normalize("NFC", name)
+    safe = re.sub(r"[^\w.-]+", "_", name).strip("_.")[:120]
+    return safe or "learner"
 
 
 def write_feedback(rows: Sequence[Row], folder: Path) -> None:
     """Write one feedback file per learner (hidden checks name the rule, never the input)."""
     used: set[str] = set()
     for row in rows:
-        name = _safe_name(row.learner)
-        while name in used:
+        name = safe_name(row.learner)
+        while name.casefold() in used:
             name += "_"
-        used.add(name)
+        used.add(name.casefold())
         write_atomically(folder / f"{name}.txt", row.feedback)

@@ -1,16 +1,18 @@
 """One learner's code, run sandboxed for grading: ``LearnerHost`` and ``NotebookRun``.
 
 A ``LearnerHost`` is one learner's sandbox (``lessonkit.grading.sandbox``)
-holding one ``python -m lessonkit.grading.child``: started once per learner
-(not per notebook), it imports the course once and runs each notebook in a
-fork of itself. ``NotebookRun`` is one notebook in it: its cells ran, its
-exercise functions answer calls. When a call never returns or the notebook's
-process dies, the whole sandbox is killed (everything the learner started dies
-with it) and the next call starts a fresh one and runs the notebook again.
+holding one ``python -m lessonkit.grading.child``: it imports the course once
+and runs the learner's notebooks one after the other. ``NotebookRun`` is one
+notebook in it: its cells ran, its exercise functions answer calls. When a
+call never returns or the learner's code ends the process, the whole sandbox
+ends (everything the learner started dies with it); the next call starts a
+fresh one and runs the notebook again.
 
-Everything the sandboxes said -- how each ended, what the guard inside saw,
-how each notebook's process ended -- is kept in ``LearnerHost.reports`` and
-``LearnerHost.endings``; ``lessonkit.grading.grade`` turns them into the row's
+A notebook has ``Setup.timeout_s`` seconds in all, for its cells and its
+checks: past that deadline no further check starts. How a notebook could not
+run is a type: ``NotebookTimedOut`` or ``NotebookEnded``. Everything the
+sandboxes said (how each ended, what the guard inside saw) is kept in
+``LearnerHost.reports``; ``lessonkit.grading.grade`` turns it into the row's
 status and flags. This module never runs learner code itself.
 """
 
@@ -18,29 +20,62 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import lessonkit
 from lessonkit.grading import sandbox
 from lessonkit.grading.channel import Channel, ChildGone
+from lessonkit.grading.engine import (
+    CALL_LIMIT_S,
+    Answers,
+    Calls,
+    Case,
+    Ended,
+    Outcome,
+    Plan,
+    TimedOut,
+)
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.notebook import GRADING_ENV
 
-__all__ = ["CHILD", "LearnerHost", "NotebookRun", "Setup", "course_paths"]
+__all__ = [
+    "CHILD",
+    "LearnerHost",
+    "NotebookEnded",
+    "NotebookProblem",
+    "NotebookRun",
+    "NotebookTimedOut",
+    "Setup",
+    "course_paths",
+]
 
 CHILD = [sys.executable, "-m", "lessonkit.grading.child"]
 _KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT")
+_GRACE_S = 2.0  # the child's own alarm goes first; the grader kills the sandbox after this
 
 
 @dataclass(frozen=True)
 class Setup:
-    """How learner code runs: time limits, resource limits, sandbox or not."""
+    """How learner code runs: the time per notebook, resource limits, which sandbox."""
 
-    timeout_s: float = 60.0
+    timeout_s: float = 60.0  # one notebook: its cells and its checks together
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
-    use_sandbox: bool = True
-    require_sandbox: bool = False
+    support: sandbox.SandboxSupport | None = None  # None: sandbox.detect() once per class
+
+
+class NotebookProblem(Exception):
+    """A notebook could not run to the end of its cells."""
+
+
+class NotebookTimedOut(NotebookProblem):
+    """The notebook's cells did not finish within its time."""
+
+
+class NotebookEnded(NotebookProblem):
+    """The notebook's code ended the process running it (the message says how)."""
 
 
 def course_paths() -> list[str]:
@@ -58,28 +93,27 @@ def _child_env() -> dict[str, str]:
 
 
 class LearnerHost:
-    """One learner's sandboxed child; ``open(cells)`` runs a notebook in it."""
+    """One learner's sandboxed child; ``open(cells, deadline)`` runs a notebook in it."""
 
-    def __init__(self, setup: Setup) -> None:
+    def __init__(self, setup: Setup, slot: int = 0) -> None:
         self.setup = setup
-        self.box: sandbox.Sandbox | None = None
+        self.slot = slot  # tells parallel learners' sandboxes apart (their uid as root)
         self.channel: Channel | None = None
         self.reports: list[sandbox.Report] = []  # one per sandbox started for this learner
-        self.endings: list[dict] = []  # how each notebook's process ended, when not cleanly
 
     def _start(self) -> Channel:
         down_read, down_write = os.pipe()
         up_read, up_write = os.pipe()
         try:
-            self.box = sandbox.Sandbox(
+            box = sandbox.Sandbox(
                 CHILD,
                 readonly_paths=course_paths(),
                 limits=self.setup.limits,
                 env=_child_env(),
                 stdin=down_read,
                 stdout=up_write,
-                require=self.setup.require_sandbox,
-                enabled=self.setup.use_sandbox,
+                support=self.setup.support,
+                slot=self.slot,
             )
         except BaseException:
             for fd in (down_write, up_read):
@@ -88,7 +122,6 @@ class LearnerHost:
         finally:
             os.close(down_read)
             os.close(up_write)
-        box = self.box
 
         def stop() -> None:
             box.kill()
@@ -98,98 +131,80 @@ class LearnerHost:
         return self.channel
 
     def live(self) -> Channel | None:
-        """Return the channel when the sandbox runs and a notebook's process is open in it."""
+        """Return the channel while the sandbox runs."""
         channel = self.channel
-        return channel if channel is not None and channel.alive and channel.ended is None else None
+        return channel if channel is not None and channel.alive else None
 
-    def open(self, cells: list[str]) -> dict:
-        """Run a notebook's cells in a fresh process of the sandbox; return its "ready" message.
+    def open(self, cells: list[str], deadline: float) -> dict:
+        """Run a notebook's cells in the sandbox; return its "ready" message.
 
-        Raises ChildGone when the code never finishes or ends its process.
+        Raises NotebookTimedOut or NotebookEnded when the cells never finish
+        or end the process.
         """
-        channel = self.channel if self.channel is not None and self.channel.alive else None
-        channel = channel or self._start()
-        channel.ended = None
-        functions = [e.id for e in EXERCISES.values() if e.kind == "function"]
-        values = [e.id for e in EXERCISES.values() if e.kind == "value"]
-        limit_s = self.setup.timeout_s
-        channel.send(
-            {"op": "notebook", "cells": cells, "names": functions, "values": values,
-             "exec_limit_s": limit_s}
-        )  # fmt: skip
+        channel = self.live() or self._start()
+        limit_s = max(deadline - time.monotonic(), 0.1)
+        functions = [e.id for e in EXERCISES.values() if not isinstance(e, Answers)]
+        values = [e.id for e in EXERCISES.values() if isinstance(e, Answers)]
         try:
-            ready = channel.receive(limit_s + 2.0)
+            channel.send(
+                {"op": "notebook", "cells": cells, "names": functions, "values": values,
+                 "exec_limit_s": round(limit_s, 3), "timeout_s": self.setup.timeout_s}
+            )  # fmt: skip
+            ready = channel.receive(limit_s + _GRACE_S)
         except ChildGone:
-            self._note_ending(channel)
-            raise
+            channel.close()
+            raise NotebookEnded(self.ended_text()) from None
         if ready is None:
-            raise ChildGone(f"the notebook's code did not finish within {limit_s:g} s")
+            raise NotebookTimedOut(_not_finished(self.setup.timeout_s))
         if ready.get("op") != "ready":
             channel.close()
-            raise ChildGone("the notebook's code broke the grading process")
+            raise NotebookEnded("the notebook's code broke the grading process")
         return ready
 
     def finish(self) -> None:
-        """End the current notebook's process (the sandbox stays for the next notebook)."""
+        """End the current notebook (the sandbox stays for the next notebook)."""
         channel = self.live()
-        if channel is None:
-            return
-        try:
-            channel.send({"op": "quit"})
-            if channel.receive(5.0) is not None:  # anything but "ended": not to be trusted
+        if channel is not None:
+            try:
+                channel.send({"op": "quit"})
+            except ChildGone:
                 channel.close()
-        except ChildGone:
-            self._note_ending(channel)
-
-    def _note_ending(self, channel: Channel) -> None:
-        """Keep how a notebook's process ended, when badly; a garbled or closed channel is gone."""
-        ended = channel.ended
-        if ended is None:
-            channel.close()
-            return
-        if ended.get("signal") or ended.get("code"):
-            self.endings.append(ended)
 
     def close(self) -> None:
         """End the sandbox and everything in it; its Report joins ``reports``."""
         channel = self.channel
         if channel is not None and channel.alive:
             self.finish()
-            try:
-                channel.send({"op": "quit"})
-            except ChildGone:
-                pass
-            channel.close()
+            channel.quit()
 
-    def ended_code(self) -> int | None:
-        """Return the exit status (or -signal) of the last notebook process that ended."""
-        channel = self.channel
-        ended = channel.ended if channel is not None and channel.ended else None
-        ended = ended or (self.endings[-1] if self.endings else None)
-        if ended is None:
-            return None
-        signum, code = ended.get("signal"), ended.get("code")
-        if isinstance(signum, int) and signum:
-            return -signum
-        return code if isinstance(code, int) else None
+    def ended_text(self) -> str:
+        """Return how the last sandbox's process ended, in words."""
+        status = self.reports[-1].status if self.reports else ""
+        if status.startswith("exit") or status == "ok":
+            code = self.reports[-1].exit_code
+            return f"the notebook's code ended the Python process (exit status {code})"
+        if status.startswith("killed: "):
+            return f"the notebook's code ended the Python process ({status})"
+        return "the notebook's code ended the Python process"
 
 
 class NotebookRun:
     """One notebook of a learner, run in their sandbox; runs again after a kill."""
 
-    def __init__(self, host: LearnerHost, cells: list[str]) -> None:
+    def __init__(self, host: LearnerHost, cells: list[str], timeout_s: float) -> None:
         self.host = host
         self.cells = cells
+        self.deadline = time.monotonic() + timeout_s
+        self.timeout_s = timeout_s
         self.found: list[str] = []
         self.cell_errors: list[dict] = []
         self.stopped = ""
         self.cell_used: list[str] = []
         self.copied: dict[str, list[str]] = {}
-        self.tampered: list[str] = []
 
     def start(self) -> None:
-        """Run the cells; raise ChildGone if the code never finishes or ends its process."""
-        ready = self.host.open(self.cells)
+        """Run the cells; raise NotebookTimedOut or NotebookEnded if they cannot finish."""
+        ready = self.host.open(self.cells, self.deadline)
         self.found = [str(n) for n in ready.get("found", [])]
         self.cell_errors = [e for e in ready.get("cell_errors", []) if isinstance(e, dict)]
         self.stopped = str(ready.get("stopped") or "")
@@ -198,9 +213,8 @@ class NotebookRun:
         self.copied = (
             {str(k): _names(v) for k, v in copied.items()} if isinstance(copied, dict) else {}
         )
-        self.tampered = _names(ready.get("tampered"))
 
-    def ensure(self) -> Channel:
+    def _channel(self) -> Channel:
         """Return a live channel, running the notebook again if its process is gone."""
         channel = self.host.live()
         if channel is None:
@@ -210,9 +224,36 @@ class NotebookRun:
             raise ChildGone("the notebook's code ended the Python process")
         return channel
 
+    def calls(self, exercise_id: str, plan: Plan, limit_s: float) -> Calls:
+        """Return calls(cases) of the notebook's function; none start past the deadline."""
+
+        def calls(cases: Sequence[Case]) -> list[Outcome]:
+            if time.monotonic() > self.deadline:
+                used_up = f"the notebook's time ran out (--timeout {self.timeout_s:g} s)"
+                return [TimedOut(budget=used_up)]
+            try:
+                return self._channel().call_many(exercise_id, cases, limit_s, plan.encoded)
+            except NotebookTimedOut:
+                return [TimedOut()]
+            except (ChildGone, NotebookEnded) as exc:
+                return [Ended(reason=str(exc))]
+
+        return calls
+
+    def value(self, exercise_id: str) -> object:
+        """Return the JSON form of the notebook's answers dict (raises ChildGone on trouble)."""
+        try:
+            return self._channel().value(exercise_id, CALL_LIMIT_S)
+        except NotebookProblem as exc:
+            raise ChildGone(str(exc)) from None
+
     def close(self) -> None:
-        """End this notebook's process."""
+        """End this notebook."""
         self.host.finish()
+
+
+def _not_finished(timeout_s: float) -> str:
+    return f"the notebook's code did not finish within {timeout_s:g} s (--timeout)"
 
 
 def _names(value: object) -> list[str]:

@@ -37,13 +37,13 @@ the kernel; events such as "connected to a socket" come from the audit hook
 denies those actions whatever the hook reports).
 
 Where no sandbox can be had (not Linux, no bwrap, user namespaces disabled),
-``detect`` says why in one line and ``Sandbox`` runs the command with the
-rlimits alone, or raises ``SandboxUnavailable`` when ``require=True``.
+``detect`` says why in one line; a ``Sandbox`` given that support (or
+``NO_SANDBOX``) runs the command with the rlimits alone. The caller probes
+once (``detect()``) and passes the support to every ``Sandbox``.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -51,7 +51,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ from lessonkit.grading.guard import (
 )
 
 __all__ = [
+    "NO_SANDBOX",
     "SIGNAL_STATUS",
     "Limits",
     "Report",
@@ -136,28 +136,19 @@ class SandboxSupport:
 
 
 class SandboxUnavailable(RuntimeError):
-    """``require=True`` was given but ``detect`` found no usable sandbox."""
+    """A sandbox was required but ``detect`` found none."""
 
 
-_detected: SandboxSupport | None = None
-_detect_lock = threading.Lock()
+NO_SANDBOX = SandboxSupport(False, "none", "sandbox turned off: resource limits only")
 
 
-def detect(*, refresh: bool = False) -> SandboxSupport:
-    """Return what sandbox this machine allows (probed once, then cached).
+def detect() -> SandboxSupport:
+    """Return what sandbox this machine allows (a probe: call it once and pass the result on).
 
     The probe runs ``true`` in the very sandbox ``Sandbox`` builds, so a
     kernel, container or AppArmor policy that forbids user or mount namespaces
     shows up here as ``available=False`` with bwrap's own message.
     """
-    global _detected
-    with _detect_lock:
-        if _detected is None or refresh:
-            _detected = _probe()
-        return _detected
-
-
-def _probe() -> SandboxSupport:
     if not sys.platform.startswith("linux"):
         return SandboxSupport(False, "none", f"no sandbox on {sys.platform}: resource limits only")
     bwrap = shutil.which("bwrap") or ""
@@ -204,19 +195,19 @@ def python_paths() -> list[str]:
 
 # /etc entries a Python process may read; nothing else of /etc is shown
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/fonts")
-_spare_uids = itertools.count()
 
 
-def _spare_uid() -> int:
+def spare_uid(slot: int) -> int:
     """Return an unused uid for learner code when the grader is root.
 
     RLIMIT_NPROC is not enforced for processes whose real uid is 0, and it
     counts every process of a uid in the initial user namespace. So each
-    sandbox started by root runs as its own uid from a range no account uses
-    (above the subuid and systemd-nspawn ranges): distinct per grader process
-    (pid) and per sandbox (counter), so parallel jobs never share a count.
+    sandbox started by root runs as a uid from a range no account uses (above
+    the subuid and systemd-nspawn ranges): distinct per grader process (pid)
+    and per ``slot`` (the caller's number for the learner), so sandboxes that
+    run at the same time never share a count.
     """
-    return 2_000_000_000 + (os.getpid() % 4096) * 4096 + next(_spare_uids) % 4096
+    return 2_000_000_000 + (os.getpid() % 4096) * 4096 + slot % 4096
 
 
 def _system_binds() -> list[str]:
@@ -265,6 +256,7 @@ def _bwrap_argv(
     limits: Limits,
     env: Mapping[str, str],
     status_fd: int | None = None,
+    slot: int = 0,
 ) -> list[str]:
     """Return the full bwrap command line running ``argv`` (host paths) sandboxed."""
     readonly_paths = list(readonly_paths)
@@ -297,7 +289,7 @@ def _bwrap_argv(
         args += ["--json-status-fd", str(status_fd)]
     args.append("--")
     if support.mode == "root":
-        uid = _spare_uid()
+        uid = spare_uid(slot)
         args += [support.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
         args += ["--inh-caps=-all", "--bounding-set=-all", "--"]
     args += [support.prlimit, *limits.prlimit_args(), "--", *argv]
@@ -396,8 +388,9 @@ class Sandbox:
     ``Sandbox(argv, stdin=fd, stdout=fd, ...)``; talk over the pipes, then
     ``report = box.wait(timeout_s)``, which kills the whole sandbox on
     timeout. ``kill()`` ends it at once (everything inside dies with it). One
-    Sandbox per thread is safe (``grade -j N``). ``enabled=False`` runs with
-    the limits only, as where no sandbox exists.
+    Sandbox per thread is safe (``grade -j N``). ``support`` is what
+    ``detect()`` found (probed here when not given); ``NO_SANDBOX`` runs with
+    the limits only. ``slot`` tells sandboxes that run at the same time apart.
     """
 
     def __init__(
@@ -409,12 +402,10 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         stdin: int | None = subprocess.DEVNULL,
         stdout: int | None = subprocess.DEVNULL,
-        require: bool = False,
-        enabled: bool = True,
+        support: SandboxSupport | None = None,
+        slot: int = 0,
     ) -> None:
-        support = detect() if enabled else SandboxSupport(False, "none", "sandbox turned off")
-        if require and not support.available:
-            raise SandboxUnavailable(support.reason)
+        support = support if support is not None else detect()
         self.support = support
         self.limits = limits
         self._killed_by_grader = False
@@ -437,6 +428,7 @@ class Sandbox:
                 limits=limits,
                 env=child_env,
                 status_fd=status_write,
+                slot=slot,
             )
             popen_env: dict[str, str] = {}  # bwrap's pid 1 is visible inside: give it nothing
         else:

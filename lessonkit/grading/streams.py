@@ -18,7 +18,7 @@ from typing import Any
 from lessonkit.core import sse
 from lessonkit.core.dialects import interpret
 from lessonkit.grading.codec import SHOWN_CHARS, to_jsonable
-from lessonkit.grading.engine import Case, Exercise, Outcome, Rule
+from lessonkit.grading.engine import Case, Exercise, Outcome, Raised, Returned, Rule
 from lessonkit.grading.feedback import show_plain, type_name
 
 __all__ = [
@@ -127,7 +127,7 @@ def tuple_shape(name: str, parts: Sequence[tuple[str, tuple[type, ...]]]) -> Cal
 
 def stream_diagnosis(
     dialect: str, mistakes: dict[str, Callable[[list[bytes]], Any]]
-) -> Callable[[Case, Outcome], str | None]:
+) -> Callable[..., str | None]:
     """Return diagnose(case, outcome) -> cause, for a reader returning (text, complete, ...).
 
     First the classic mistakes as code (``lessonkit.grading.mistakes``): the one
@@ -138,45 +138,44 @@ def stream_diagnosis(
     chunk holding more events (``if`` instead of ``while``).
     """
 
-    def diagnose(case: Case, outcome: Outcome) -> str | None:
+    def diagnose(
+        case: Case, outcome: Outcome, more: Sequence[tuple[Case, Outcome]] = ()
+    ) -> str | None:
         chunks = list(case.args[0])
-        return _same_as_a_mistake(chunks, outcome, mistakes) or _clue(chunks, outcome, dialect)
+        alike = [c for c, m in mistakes.items() if _gives(m, chunks, outcome)]
+        for other, seen in list(more)[:MORE_CASES]:  # two mistakes alike here: the others decide
+            if len(alike) < 2:
+                break
+            alike = [c for c in alike if _gives(mistakes[c], list(other.args[0]), seen)] or alike
+        return alike[0] if alike else _clue(chunks, outcome, dialect)
 
     return diagnose
 
 
-def _same_as_a_mistake(
-    chunks: list[bytes], outcome: Outcome, mistakes: dict[str, Callable[[list[bytes]], Any]]
-) -> str | None:
-    """Return the mistake whose reader gives exactly the learner's value or error, or None."""
-    for cause, mistaken in mistakes.items():
-        try:
-            value, error = to_jsonable(mistaken(chunks)), None
-        except Exception as exc:
-            value, error = None, f"{type(exc).__name__}: {exc}"
-        if error is not None and error == outcome.error:
-            return cause
-        if error is None and outcome.error is None and value == outcome.value:
-            return cause
-    return None
+MORE_CASES = 12  # of a rule's other cases, how many may tell two look-alike mistakes apart
+
+
+def _gives(mistaken: Callable[[list[bytes]], Any], chunks: list[bytes], outcome: Outcome) -> bool:
+    """Return True when a mistaken reader gives exactly the learner's value or error."""
+    try:
+        value, error = to_jsonable(mistaken(chunks)), None
+    except Exception as exc:
+        value, error = None, f"{type(exc).__name__}: {exc}"
+    if isinstance(outcome, Raised):
+        return error == outcome.error
+    return isinstance(outcome, Returned) and error is None and value == outcome.value
 
 
 def _clue(chunks: list[bytes], outcome: Outcome, dialect: str) -> str | None:
-    if outcome.error_type == "UnicodeDecodeError":
-        return "decode"
-    if outcome.error_type == "JSONDecodeError" and outcome.detail is not None:
-        doc = outcome.detail.strip()
-        if "\n\n" in doc:  # several events parsed as one: chunks taken for events
-            return "chunk_not_event"
-        if doc.startswith("[DONE]"):
-            return "done_json"
-        if doc.startswith(":"):
-            return "comment"
+    if isinstance(outcome, Raised):
+        return _clue_in_error(outcome)
+    if (
+        not isinstance(outcome, Returned)
+        or not isinstance(outcome.value, list)
+        or not outcome.value
+    ):
         return None
-    got = outcome.value
-    if outcome.error is not None or not isinstance(got, list) or not got:
-        return None
-    text = got[0]
+    text = outcome.value[0]
     chunks = [c for c in chunks if c]
     deltas = _stream_deltas(chunks, dialect)
     if not isinstance(text, str) or len(deltas) < 2 or text == "".join(deltas):
@@ -187,6 +186,21 @@ def _clue(chunks: list[bytes], outcome: Outcome, dialect: str) -> str | None:
     prefixes = {"".join(deltas[:k]) for k in range(len(deltas))}
     if text in prefixes and len(chunks) < events:
         return "while"
+    return None
+
+
+def _clue_in_error(outcome: Raised) -> str | None:
+    """Return the mistake an exception points to: a split character, or what JSON choked on."""
+    if outcome.error_type == "UnicodeDecodeError":
+        return "decode"
+    if outcome.error_type == "JSONDecodeError" and outcome.detail is not None:
+        doc = outcome.detail.strip()
+        if "\n\n" in doc:  # several events parsed as one: chunks taken for events
+            return "chunk_not_event"
+        if doc.startswith("[DONE]"):
+            return "done_json"
+        if doc.startswith(":"):
+            return "comment"
     return None
 
 
@@ -228,6 +242,9 @@ def reader_exercise(
         rules,
         reference=lambda case: reference(case.args[0]),
         shape=tuple_shape(exercise_id, returns),
+        shape_hint=f"Return a tuple of {len(returns)}: `return "
+        + ", ".join(name for name, _ in returns)
+        + "` (see the types in the exercise intro).",
         show_input=chunks_input,
         show_value=show_tuple,
         diagnose=stream_diagnosis(dialect, mistakes),

@@ -4,17 +4,18 @@
 //   fetch        any method and headers (an API key); we read response.body as a
 //                stream of bytes and parse the events ourselves, like lessonkit.client.
 //
-// The page never calls the kernel's server (http://127.0.0.1:<port>) itself: on
-// JupyterHub, Binder or a remote workstation the browser runs on another machine,
-// where 127.0.0.1 is the learner's own computer. Every request goes to the Jupyter
-// server that served this page, at
+// The page never calls the kernel's server itself: it listens on a Unix socket file
+// next to the kernel, not on a network port, and on JupyterHub, Binder or a remote
+// workstation the browser runs on another machine anyway. Every request goes to the
+// Jupyter server that served this page, at
 //
-//     <the page's Jupyter base URL>proxy/<port>/<path>
+//     <the page's Jupyter base URL>lessonkit/demo/<socket name>/<path>
 //
-// and jupyter-server-proxy passes it on to http://localhost:<port>/<path> next to the
-// kernel. The base URL comes from the page (PageConfig `baseUrl`): "/user/<name>/" on
+// and the course's route there (lessonkit/serve/jupyter_route.py) passes it on to that
+// socket in this user's private folder, sending each piece of the answer back as it
+// comes. The base URL comes from the page (PageConfig `baseUrl`): "/user/<name>/" on
 // JupyterHub, "/" under a plain `jupyter lab`. Same origin as the page, so no CORS,
-// and the Jupyter login cookie goes along.
+// and the Jupyter login cookie goes along; a POST also carries Jupyter's XSRF token.
 //
 // Each token is appended to `.lk-text` as its own <span class="lk-token">; `.lk-status`
 // says "streaming", then "done" (or "error: ..."); `.lk-timing` shows arrival times.
@@ -24,6 +25,7 @@
 // browser_report()).
 
 const REPORT_PATH = "/lessonkit-demo/report";
+const ROUTE = "lessonkit/demo"; // the same path is in lessonkit/serve/jupyter_route.py
 
 /** Return the Jupyter server's base URL as the page knows it, ending in "/". */
 export function jupyterBaseUrl(doc = document) {
@@ -41,9 +43,15 @@ export function jupyterBaseUrl(doc = document) {
   return legacy ? withSlash(legacy) : "/";
 }
 
-/** Return the absolute URL of `path` on the kernel's server `port`, through the Jupyter server. */
-export function proxiedUrl(port, path, doc = document, origin = window.location.origin) {
-  return new URL(`${jupyterBaseUrl(doc)}proxy/${port}${path}`, origin).href;
+/** Return the absolute URL of `path` on the demo server `socketName`, through the Jupyter server. */
+export function demoUrl(socketName, path, doc = document, origin = window.location.origin) {
+  return new URL(`${jupyterBaseUrl(doc)}${ROUTE}/${socketName}${path}`, origin).href;
+}
+
+/** Return the headers a POST to the Jupyter server needs: its XSRF token, from the _xsrf cookie. */
+export function xsrfHeaders(doc = document) {
+  const cookie = doc.cookie.split("; ").find((c) => c.startsWith("_xsrf="));
+  return cookie ? { "X-XSRFToken": decodeURIComponent(cookie.slice("_xsrf=".length)) } : {};
 }
 
 /**
@@ -107,11 +115,11 @@ function panel(el, kind, title, detail) {
 }
 
 // True if the kernel's server made this demo. A notebook reopened later shows the demo
-// from its saved state, with a port that no longer belongs to it: nothing is streamed then.
+// from its saved state, with a socket name that no longer belongs to it: nothing is streamed then.
 async function serverKnowsDemo(model) {
-  const port = model.get("report_port");
-  if (!port) return true; // a demo made from a URL: nothing to ask
-  const url = proxiedUrl(port, `${REPORT_PATH}?demo=${encodeURIComponent(model.get("demo_id"))}`);
+  if (!model.get("reports")) return true; // a demo made from a socket name: nothing to ask
+  const query = `?demo=${encodeURIComponent(model.get("demo_id"))}`;
+  const url = demoUrl(model.get("socket_name"), `${REPORT_PATH}${query}`);
   try {
     return (await fetch(url)).ok;
   } catch (error) {
@@ -120,11 +128,10 @@ async function serverKnowsDemo(model) {
 }
 
 function reportToKernel(model, report) {
-  const port = model.get("report_port");
-  if (!port) return; // a demo made from a URL has no kernel-side report book
-  fetch(proxiedUrl(port, REPORT_PATH), {
+  if (!model.get("reports")) return; // a demo made from a socket name has no report book
+  fetch(demoUrl(model.get("socket_name"), REPORT_PATH), {
     method: "POST",
-    headers: { "Content-Type": "application/json" },
+    headers: { "Content-Type": "application/json", ...xsrfHeaders() },
     body: JSON.stringify({ demo: model.get("demo_id"), ...report }),
   }).catch((error) => console.warn("lessonkit browser demo: report not delivered", error));
 }
@@ -174,9 +181,18 @@ function recorder(model, view, kind, run, url) {
   };
 }
 
-function httpError(status) {
+async function httpError(response) {
+  const status = response.status;
   if (status === 404) {
-    return "error: HTTP 404: the Jupyter server has no proxy/ route (install jupyter-server-proxy where it runs, then restart it)";
+    let said = null; // the course's route explains its 404s in JSON; Jupyter's own 404 is a page
+    try {
+      said = (await response.json()).error;
+    } catch (error) {
+      // not the course's route
+    }
+    return said
+      ? `error: HTTP 404: ${said}`
+      : `error: HTTP 404: the Jupyter server has no ${ROUTE}/ route (install the course where it runs with pip install ., then restart it)`;
   }
   if (status >= 500) {
     return `error: HTTP ${status}: the kernel's server did not answer (press Stream again, or rerun the notebook)`;
@@ -185,7 +201,7 @@ function httpError(status) {
 }
 
 function runEventSource(model, view, run) {
-  const url = proxiedUrl(model.get("port"), `/v1/stream?prompt=${encodeURIComponent(model.get("prompt"))}`);
+  const url = demoUrl(model.get("socket_name"), `/v1/stream?prompt=${encodeURIComponent(model.get("prompt"))}`);
   const rec = recorder(model, view, "eventsource", run, url);
   const source = new EventSource(url); // sends Accept: text/event-stream itself
   source.onmessage = (event) => rec.token(JSON.parse(event.data).delta);
@@ -195,23 +211,24 @@ function runEventSource(model, view, run) {
   });
   source.onerror = () => {
     if (source.readyState === EventSource.CLOSED) {
-      rec.finish("error: connection failed (the kernel's server or the proxy refused it)");
+      rec.finish("error: connection failed (the kernel's server or the Jupyter server refused it)");
     }
   };
   return () => source.close();
 }
 
 async function runFetch(model, view, run, signal) {
-  const url = proxiedUrl(model.get("port"), "/v1/chat/completions");
+  const url = demoUrl(model.get("socket_name"), "/v1/chat/completions");
   const rec = recorder(model, view, "fetch", run, url);
   const headers = {
     "Content-Type": "application/json",
     // A pretend key, to show that fetch can send headers. Not `Authorization`: the
     // Jupyter server reads that header as a login token of its own.
     "X-Api-Key": "sk-demo-not-a-real-key",
+    ...xsrfHeaders(),
   };
-  // jupyter-server-proxy passes a response on as it arrives only when the request's
-  // Accept is exactly this value; otherwise it holds the body until the end.
+  // What an SSE client asks for. The course's route streams whatever it says; some
+  // proxies (jupyter-server-proxy among them) stream only for exactly this value.
   const accept = model.get("fetch_accept");
   if (accept) headers.Accept = accept;
   try {
@@ -226,7 +243,7 @@ async function runFetch(model, view, run, signal) {
       signal,
     });
     if (!response.ok) {
-      rec.finish(httpError(response.status));
+      rec.finish(await httpError(response));
       return;
     }
     const reader = response.body.getReader();
@@ -298,7 +315,7 @@ function render({ model, el }) {
     if (message && message.type === "server-restarted") start();
   };
   model.on("msg:custom", onMessage);
-  if (model.get("port")) start();
+  if (model.get("socket_name")) start();
   return () => {
     model.off("msg:custom", onMessage);
     stopEventSource();

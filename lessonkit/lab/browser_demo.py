@@ -5,14 +5,17 @@
     demo                                                     # (display it)
     print(demo.browser_report())                             # next cell: what the page got
 
-The kernel runs the course's local streaming server on a free loopback port. The
-page never calls that address: on JupyterHub, Binder or a remote workstation the
-browser runs on another machine. The widget's JavaScript (browser_demo.js) asks the
-Jupyter server that served the page, at ``<the page's Jupyter base URL>proxy/<port>/``
-(``/proxy/<port>/`` under a plain ``jupyter lab``, ``/user/<name>/proxy/<port>/`` on a
-hub), and jupyter-server-proxy, a runtime dependency of the course, passes each
-request on to the kernel's server. Same origin as the page: no CORS, and the Jupyter
-login cookie goes along. Two panels fill in token by token:
+The kernel runs the course's local streaming server on a Unix socket in this user's
+private folder (lessonkit.serve.demo_socket), not on a TCP port: on a shared machine
+any TCP port is open to every other user. The page could not call the kernel anyway:
+on JupyterHub, Binder or a remote workstation the browser runs on another machine.
+The widget's JavaScript (browser_demo.js) asks the Jupyter server that served the
+page, at ``<the page's Jupyter base URL>lessonkit/demo/<name>/`` (``/lessonkit/demo/
+<name>/`` under a plain ``jupyter lab``, ``/user/<user>/lessonkit/demo/<name>/`` on a
+hub), and the course's route there (lessonkit.serve.jupyter_route) passes each request
+on to the socket ``<name>`` of that user, streaming the answer back as it comes. Same
+origin as the page: no CORS, and the Jupyter login cookie goes along. Two panels fill
+in token by token:
 
     .lk-browser-demo-eventsource   EventSource on GET /v1/stream
     .lk-browser-demo-fetch         fetch(POST /v1/chat/completions, stream: true) with
@@ -30,10 +33,12 @@ static story.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +51,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from lessonkit.core import llm
+from lessonkit.serve import demo_socket
 from lessonkit.serve.app import create_app
 from lessonkit.serve.background import BackgroundServer
 from lessonkit.serve.checks import Settings
@@ -57,6 +63,7 @@ __all__ = [
     "PanelReport",
     "describe",
     "request_count",
+    "serving_to_the_page",
     "start_server",
     "wait_until_idle",
 ]
@@ -65,7 +72,6 @@ PANELS = ("eventsource", "fetch")
 PANEL_NAMES = {"eventsource": "EventSource", "fetch": "fetch"}
 REPORT_PATH = "/lessonkit-demo/report"  # the same path is in browser_demo.js
 MAX_REPORT_BYTES = 64 * 1024
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 # Slow enough to watch each token land; the lesson's 40 ms blurs into one motion.
 DEMO_PER_TOKEN_MS = 120
 
@@ -216,15 +222,17 @@ class ReportBook:
 class DemoServer:
     """The course's streaming server for the browser demo, plus the page's report route.
 
-    Runs in a background thread of the kernel on a loopback port. `ensure_running()`
-    starts it again (on the same port when it is free) after `stop()`.
+    Runs in a background thread of the kernel, on the Unix socket ``socket_name`` in
+    this user's private folder: never on a TCP port, which every user of a shared
+    machine could reach. `ensure_running()` starts it again on the same socket after
+    `stop()`. The kernel itself talks to it with `client()`.
     """
 
     def __init__(self, prefill_ms: float = 300, per_token_ms: float = DEMO_PER_TOKEN_MS) -> None:
         self.settings = Settings.from_options(prefill_ms=prefill_ms, per_token_ms=per_token_ms)
         self.reports = ReportBook()
+        self.socket_name = demo_socket.new_socket_name()
         self._background: BackgroundServer | None = None
-        self._port = 0
         self._lock = threading.Lock()
 
     @property
@@ -234,14 +242,14 @@ class DemoServer:
         return background is not None and background.thread.is_alive()
 
     @property
-    def url(self) -> str:
-        """The server's own address, as the kernel reaches it (http://127.0.0.1:PORT)."""
-        return f"http://127.0.0.1:{self.port}"
+    def socket_path(self) -> Path:
+        """The socket file: <Jupyter runtime folder>/lessonkit/<socket_name>.sock."""
+        return demo_socket.socket_path(self.socket_name)
 
-    @property
-    def port(self) -> int:
-        """The loopback port; 0 before the first start."""
-        return self._port
+    def client(self, timeout_s: float = 10.0) -> httpx.Client:
+        """Return an httpx client for this server (through its socket); close it after use."""
+        transport = httpx.HTTPTransport(uds=str(self.socket_path), verify=False)  # no TLS here
+        return httpx.Client(transport=transport, base_url=SOCKET_BASE_URL, timeout=timeout_s)
 
     def ensure_running(self) -> bool:
         """Start the server unless it runs; return True if it had to be started."""
@@ -249,20 +257,10 @@ class DemoServer:
             if self.running:
                 return False
             app = create_app(self.settings)
-            try:
-                background = self._serve(app, self._port)
-            except OSError:  # the old port was taken meanwhile: any free one
-                background = self._serve(app, 0)
-            self._background = background
-            self._port = int(background.sock.getsockname()[1])
+            self._background = _serve_on_socket(
+                self._with_report_route(app), self.socket_name, app.state.lessonkit.hang_up_all
+            )
             return True
-
-    def _serve(self, app: Any, port: int) -> BackgroundServer:
-        background = BackgroundServer(
-            self._with_report_route(app), port=port, on_stop=app.state.lessonkit.hang_up_all
-        )
-        background.start()
-        return background
 
     def _with_report_route(self, app: Any) -> Any:
         """Return an ASGI app: POST REPORT_PATH goes to the report book, the rest to `app`."""
@@ -305,12 +303,48 @@ class DemoServer:
                 self._background.stop()
 
     def describe(self) -> str:
-        """Return one stable line about the server (no port: it changes every run)."""
+        """Return one stable line about the server (no socket name: it changes every run)."""
         return (
             f"The demo's server runs in this kernel (prefill {self.settings.prefill_ms:g} ms, "
             f"{self.settings.per_token_ms:g} ms per token) until the kernel stops.\n"
-            "Your page reaches it through the Jupyter server: <Jupyter base URL>proxy/<port>/"
+            "It listens on a private socket, not a network port; your page reaches it through "
+            f"the Jupyter server: {ROUTED}/"
         )
+
+
+# What the kernel's httpx clients write as the host of a socket server (any name works).
+SOCKET_BASE_URL = "http://lessonkit-demo"
+
+
+def _serve_on_socket(
+    app: Any, socket_name: str, on_stop: Callable[[], None] | None = None
+) -> BackgroundServer:
+    """Start `app` on this user's demo socket `socket_name`; return the running server."""
+    folder = demo_socket.socket_folder(create=True)
+    demo_socket.remove_stale_sockets(folder)  # left by kernels that were killed
+    background = BackgroundServer(
+        app, unix_socket=demo_socket.socket_path(socket_name), on_stop=on_stop
+    )
+    background.start()
+    return background
+
+
+@contextlib.contextmanager
+def serving_to_the_page(app: Any, *, on_stop: Callable[[], None] | None = None) -> Iterator[str]:
+    """Yield the socket name under which the page reaches `app`, for the with-block.
+
+    ``BrowserStreamDemo(name)`` then shows the demo against it (with no reports: only
+    start_server()'s servers keep them). For example a buffering proxy in front of the
+    course's server, to see the tokens held back::
+
+        with serving_to_the_page(proxy.create_proxy_app(url, buffer=True)) as name:
+            BrowserStreamDemo(name)
+    """
+    background = _serve_on_socket(app, demo_socket.new_socket_name(), on_stop)
+    try:
+        yield background.unix_socket.stem
+    finally:
+        background.stop()
 
 
 _KERNEL_SERVERS: dict[tuple[float, float], DemoServer] = {}
@@ -335,35 +369,18 @@ def start_server(prefill_ms: float = 300, per_token_ms: float = DEMO_PER_TOKEN_M
 # --- the widget --------------------------------------------------------------------------
 
 
-def _loopback_port(url: str) -> int:
-    """Return the port of a loopback http URL; ValueError for anything the proxy cannot reach."""
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if parts.scheme != "http" or parts.hostname not in LOOPBACK_HOSTS or not port:
-        raise ValueError(
-            f"expected the address of a server in this kernel, like http://127.0.0.1:8000, got "
-            f"{url!r}: the page reaches it as proxy/<port>/, which the Jupyter server forwards "
-            "to localhost:<port> only"
-        )
-    return port
-
-
 class BrowserStreamDemo(anywidget.AnyWidget):
-    """The browser demo widget: give it start_server()'s server (or a loopback URL)."""
+    """The browser demo widget: give it start_server()'s server (or a demo socket's name)."""
 
     _esm = Path(__file__).with_name("browser_demo.js")
     _css = _CSS
-    # What the panels read: a port on the kernel's machine, reached through the proxy.
-    base_url = traitlets.Unicode("").tag(sync=True)  # the kernel's view: http://127.0.0.1:PORT
-    port = traitlets.Int(0).tag(sync=True)
-    report_port = traitlets.Int(0).tag(sync=True)  # 0: the page sends no reports
+    # What the panels read: <Jupyter base URL>lessonkit/demo/<socket_name>/, the course's route.
+    socket_name = traitlets.Unicode("").tag(sync=True)
+    reports = traitlets.Bool(False).tag(sync=True)  # False: the page sends no reports
     demo_id = traitlets.Unicode("").tag(sync=True)
     prompt = traitlets.Unicode(llm.RUNNING_PROMPT).tag(sync=True)
     panels = traitlets.List(traitlets.Unicode(), list(PANELS)).tag(sync=True)
-    # jupyter-server-proxy streams only for exactly this Accept; "" leaves the header out.
+    # What an SSE client asks for; "" leaves the header out (the route streams either way).
     fetch_accept = traitlets.Unicode("text/event-stream").tag(sync=True)
     # Written by the page (read them once the kernel is idle again).
     page_base_url = traitlets.Unicode("").tag(sync=True)
@@ -378,21 +395,27 @@ class BrowserStreamDemo(anywidget.AnyWidget):
         if isinstance(server, DemoServer):
             self._server: DemoServer | None = server
             server.ensure_running()
-            url, report_port = server.url, server.port
+            name = server.socket_name
         elif isinstance(server, str):
-            self._server = None  # a URL alone: nothing in this kernel can take reports
-            url, report_port = server.rstrip("/"), 0
+            self._server = None  # a socket name alone: nothing in this kernel takes reports
+            name = server
+            if not demo_socket.NAME.fullmatch(name):
+                raise ValueError(
+                    f"expected start_server()'s server or the name serving_to_the_page() gave, "
+                    f"got {server!r}: the page reaches only servers on this user's demo "
+                    "sockets, never a network address"
+                )
         else:
             raise TypeError(
-                f"BrowserStreamDemo takes start_server()'s server or a URL, got {server!r}"
+                f"BrowserStreamDemo takes start_server()'s server or a demo socket's name, "
+                f"got {server!r}"
             )
         unknown = set(kwargs.get("panels", PANELS)) - set(PANELS)
         if unknown:
             raise ValueError(f"panels must be among {', '.join(PANELS)}, got {sorted(unknown)}")
         super().__init__(
-            base_url=url,
-            port=_loopback_port(url),
-            report_port=report_port,
+            socket_name=name,
+            reports=self._server is not None,
             demo_id=uuid.uuid4().hex,
             **kwargs,
         )
@@ -405,9 +428,7 @@ class BrowserStreamDemo(anywidget.AnyWidget):
     def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         """Start the server again if it was stopped (the page asks on "Stream again")."""
         if self._server is not None and content == {"type": "ensure-server"}:
-            if self._server.ensure_running():
-                self.port = self.report_port = self._server.port
-                self.base_url = self._server.url
+            if self._server.ensure_running():  # on the same socket: the page's URLs hold
                 self.send({"type": "server-restarted"})
 
     def browser_report(self, *, grace_s: float = 5.0, timeout_s: float = 30.0) -> BrowserReport:
@@ -419,7 +440,7 @@ class BrowserStreamDemo(anywidget.AnyWidget):
         """
         if self._server is None:
             raise ValueError(
-                "this demo was made from a URL, so no report can reach the kernel; "
+                "this demo was made from a socket name, so no report can reach the kernel; "
                 "make it with BrowserStreamDemo(browser_demo.start_server())"
             )
         book, started = self._server.reports, time.monotonic()
@@ -465,22 +486,24 @@ def _in_order(panels: dict[str, PanelReport]) -> dict[str, PanelReport]:
 
 # --- the static twin, and helpers ----------------------------------------------------------
 
-PROXIED = "<Jupyter base URL>proxy/<port>"  # how describe() writes the page's path by default
+# How describe() writes the page's path by default (the route: lessonkit.serve.jupyter_route).
+ROUTED = "<Jupyter base URL>lessonkit/demo/<name>"
 
 
-def describe(base_url: str = PROXIED, prompt: str = llm.RUNNING_PROMPT) -> str:
+def describe(base_url: str = ROUTED, prompt: str = llm.RUNNING_PROMPT) -> str:
     """Return the static description of what the browser demo does (for headless runs).
 
-    The default base_url is the proxied path with placeholders, so the text is the
+    The default base_url is the routed path with placeholders, so the text is the
     same on every run and every machine.
     """
     answer = llm.answer_for(prompt).text
     return "\n".join(
         [
             "In a live JupyterLab page the widget above runs two readers in your browser.",
-            "Neither calls the kernel's server (127.0.0.1:<port>/v1/stream) itself: the",
-            "page may run on another machine. Both ask the Jupyter server that served the page,",
-            "which passes each request on to the kernel's server (jupyter-server-proxy):",
+            "Neither calls the kernel's server itself: it listens on a private socket file, not",
+            "a network port, and the page may run on another machine. Both ask the Jupyter",
+            "server that served the page, whose course route passes each request on to this",
+            "user's socket <name> and each piece of the answer back as it arrives:",
             f"  EventSource : new EventSource('{base_url}/v1/stream?prompt=...')",
             "                GET only, cannot send an API key header; the browser parses SSE",
             "                and reconnects by itself (we close it on the 'done' event).",
@@ -490,8 +513,6 @@ def describe(base_url: str = PROXIED, prompt: str = llm.RUNNING_PROMPT) -> str:
             "                then response.body.getReader() and decoder.decode(bytes, {stream: true}),",
             "                line ends normalised across reads, events split on blank lines,",
             "                [DONE] checked before JSON.parse.",
-            "  The Accept header matters: jupyter-server-proxy passes the body on as it arrives",
-            "  only for exactly 'text/event-stream'; otherwise it arrives in one burst at the end.",
             f"Both panels fill in token by token with {answer!r} and then show 'done'.",
         ]
     )

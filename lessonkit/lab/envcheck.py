@@ -5,8 +5,10 @@ An edge module: it imports ipywidgets and reports on the environment.
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
@@ -16,16 +18,27 @@ PACKAGES = ["jupyterlab", "ipywidgets", "anywidget", "matplotlib", "starlette", 
 COURSE_VENV = Path(__file__).resolve().parents[2] / ".venv"
 
 
-def kernel_python(prefix: str | None = None, course_venv: Path = COURSE_VENV) -> str:
-    """Return where this kernel's Python comes from: "the course's .venv", or its full path.
+def kernel_python(
+    prefix: str | None = None,
+    course_venv: Path = COURSE_VENV,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """Return, in words, which Python environment runs this kernel.
 
     Inside the course's own .venv no path is printed, so a stored output says nothing
-    about the machine that ran it; anywhere else the path is the useful part.
+    about the machine that ran it. Elsewhere the environment is named for what it is
+    (Binder's, a JupyterHub's, or any other) with its folder, the useful part when
+    something is missing: none of them is wrong, so nothing here reads as a warning.
     """
     prefix = sys.prefix if prefix is None else prefix
+    environ = os.environ if environ is None else environ
     if Path(prefix).resolve() == course_venv.resolve():
         return "the course's .venv"
-    return f"not the course's .venv: {Path(prefix) / 'bin' / 'python'}"
+    if environ.get("BINDER_REPO_URL") or environ.get("BINDER_LAUNCH_HOST"):
+        return f"Binder's environment, {prefix}"
+    if environ.get("JUPYTERHUB_SERVICE_PREFIX"):
+        return f"this JupyterHub's environment, {prefix}"
+    return f"the environment in {prefix}"
 
 
 def report() -> str:
@@ -35,7 +48,10 @@ def report() -> str:
         try:
             version = metadata.version(name)
         except metadata.PackageNotFoundError:
-            version = "MISSING - run `make lab` (or pip install -e .) to install the course"
+            version = (
+                "MISSING - run `make lab` (or pip install -e .) to install the course; "
+                "on a JupyterHub or Binder, tell your instructor"
+            )
         lines.append(f"{name:<12} {version}")
     return "\n".join(lines)
 

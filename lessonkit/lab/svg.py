@@ -4,6 +4,9 @@ A matplotlib figure takes 60-120 ms to draw and encode as PNG, more than a slide
 tick allows; an SVG string built from the same state takes well under a
 millisecond, and the browser draws it. So the explorers show these, and the
 static figures in the notebooks stay matplotlib PNGs (lessonkit.lab.plots).
+Cost goal: every function here returns in under 5 ms for the largest explorer
+setting (1,000 tokens), measured by `make bench` (bench/bench_explorers.py); the
+tests check the clock-free part: the work grows linearly with the tokens.
 
 Every function takes plain state (from lessonkit.lab.lesson01 / lesson04) and
 returns a ``views.Html`` string: a fixed-size <svg> with no ids (several copies

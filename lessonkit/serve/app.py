@@ -1,6 +1,6 @@
 """The local streaming LLM server's routes: a Starlette app over the simulated model.
 
-Endpoints (see /work/shared/CONTRACT.md section 3)::
+Endpoints (the README's "The local server" lists them with their options)::
 
     POST /v1/chat/completions   OpenAI-compatible, streaming and not
     POST /v1/messages           Anthropic-compatible, streaming and not
@@ -114,9 +114,10 @@ def _timed(
     if pace.heartbeat_ms:
         planned = network.with_heartbeats(planned, heartbeat_ms=pace.heartbeat_ms)
     return TimedResponse(
-        state,
         planned,
-        start=_start(request),
+        pacer=state.pacer(_start(request)),
+        stats=state.stats,
+        live=state.pacers,
         token_times_ms=network.stalled_times(times, after_ms=after_ms, stall_ms=pace.stall_ms),
         headers=headers,
         drop_after_bytes=pace.drop_after_bytes,

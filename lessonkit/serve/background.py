@@ -13,10 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -79,8 +82,32 @@ def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
+def bind_unix_socket(path: Path) -> socket.socket:
+    """Return a listening Unix socket at `path` (mode 0600), replacing a stale socket file.
+
+    Only the owner can connect to it, and only if they can enter its folder: put it in
+    a folder of mode 0700 (lessonkit.serve.demo_socket makes one).
+    """
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise FileExistsError(f"{path} exists and is not a socket; remove it first")
+        path.unlink()  # a server that stopped or died left it behind
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(os.fspath(path))
+        os.chmod(path, 0o600)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
 def url_of(sock: socket.socket) -> str:
-    """Return the http:// base URL of a bound socket."""
+    """Return the http:// base URL of a bound TCP socket, or unix:PATH for a Unix socket."""
+    if sock.family == socket.AF_UNIX:
+        return f"unix:{sock.getsockname()}"
     host, port = sock.getsockname()[:2]
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
@@ -120,6 +147,9 @@ def _arrival_stamped(base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
 class BackgroundServer:
     """A uvicorn server running an ASGI app on its own event loop in a daemon thread.
 
+    It listens on a loopback TCP port, or on a Unix socket file when `unix_socket`
+    names one (the browser demo's servers: see lessonkit.serve.demo_socket).
+
     A Jupyter kernel already runs an event loop in the main thread, so the server
     gets a new thread with its own loop (``asyncio.run`` there); uvicorn only installs
     signal handlers in the main thread, so none are touched.
@@ -131,9 +161,13 @@ class BackgroundServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        unix_socket: Path | None = None,
         on_stop: Callable[[], None] | None = None,
     ) -> None:
-        self.sock = bind_socket(host, port)
+        self.unix_socket = unix_socket
+        self.sock = (
+            bind_socket(host, port) if unix_socket is None else bind_unix_socket(unix_socket)
+        )
         self.url = url_of(self.sock)
         config = uvicorn_config(app, log_level="warning", access_log=False, log_config=None)
         self.server = uvicorn.Server(config)
@@ -171,6 +205,9 @@ class BackgroundServer:
                 self.server.force_exit = True
                 self.thread.join(timeout_s)
         self.sock.close()
+        if self.unix_socket is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.unix_socket.unlink()
 
 
 @contextlib.contextmanager

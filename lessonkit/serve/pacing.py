@@ -18,12 +18,27 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
 
 from starlette.types import Receive, Scope, Send
 
-if TYPE_CHECKING:
-    from lessonkit.serve.state import ServerState
+
+@dataclass
+class Stats:
+    """Counters shown by GET /v1/stats: one instance per server, kept on its event loop."""
+
+    requests: int = 0  # every HTTP request and WebSocket that reached the app
+    active_streams: int = 0  # responses being written right now
+    streams_completed: int = 0  # ended with their end marker
+    streams_dropped: int = 0  # cut on purpose by drop_after_bytes
+    tokens_generated: int = 0  # tokens the simulated model produced
+    tokens_after_disconnect: int = 0  # of those, produced for a client that was already gone
+    disconnects: int = 0  # clients that left before the end
+    streams_stopped: int = 0  # WebSocket answers the client stopped with {"stop": true}
+
+    def as_dict(self) -> dict[str, int]:
+        """Return the counters as a plain dict (the JSON body of /v1/stats)."""
+        return asdict(self)
 
 
 class Pacer:
@@ -52,10 +67,13 @@ class Pacer:
         if self.gone:
             return False
         deadline = self.start + at_ms / 1000.0
-        if deadline > self.loop.time():
+        now = self.loop.time()
+        if deadline > now:
             # A bare future woken by a timer or by hang_up: cheaper than a task per token.
             self._wake = self.loop.create_future()
-            timer = self.loop.call_at(deadline, _resolve, self._wake)
+            # The delay from one reading of the clock: Pyodide's event loop (the browser
+            # kernel's) refuses a timer in the past, and call_at would read it again.
+            timer = self.loop.call_later(deadline - now, _resolve, self._wake)
             try:
                 await self._wake
             finally:
@@ -104,28 +122,29 @@ class TimedResponse:
 
     def __init__(
         self,
-        server: ServerState,
         writes: Iterable[tuple[float, bytes]],
         *,
-        start: float,
+        pacer: Pacer,
+        stats: Stats,
+        live: set[Pacer],
         token_times_ms: list[float],
         headers: list[tuple[bytes, bytes]],
         drop_after_bytes: int | None = None,
         status: int = 200,
     ) -> None:
-        self.server = server
         self.writes = writes
-        self.start = start
+        self.pacer = pacer  # this response's clock
+        self.stats = stats  # the server's counters
+        self.live = live  # the server's responses in progress (hung up at shutdown)
         self.tokens = TokenClock(token_times_ms)
         self.headers = headers
         self.drop_after_bytes = drop_after_bytes
         self.status = status
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        stats = self.server.stats
-        pacer = self.server.pacer(self.start)
+        stats, pacer = self.stats, self.pacer
         watcher = asyncio.ensure_future(_watch_disconnect(receive, pacer))
-        self.server.pacers.add(pacer)
+        self.live.add(pacer)
         stats.active_streams += 1
         try:
             await send(
@@ -134,11 +153,11 @@ class TimedResponse:
             await self._play(send, pacer)
         finally:
             stats.active_streams -= 1
-            self.server.pacers.discard(pacer)
+            self.live.discard(pacer)
             watcher.cancel()
 
     async def _play(self, send: Send, pacer: Pacer) -> None:
-        stats = self.server.stats
+        stats = self.stats
         sent_bytes = 0
         for at_ms, data in self.writes:
             if not await pacer.sleep_until(at_ms):

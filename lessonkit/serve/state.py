@@ -10,30 +10,11 @@ import asyncio
 import collections
 import itertools
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from lessonkit.core import llm
 from lessonkit.serve.checks import Pace, Settings
-from lessonkit.serve.pacing import Pacer
-
-
-@dataclass
-class Stats:
-    """Counters shown by GET /v1/stats (one instance per server; mutated on its event loop)."""
-
-    requests: int = 0  # every HTTP request and WebSocket that reached the app
-    active_streams: int = 0  # responses being written right now
-    streams_completed: int = 0  # ended with their end marker
-    streams_dropped: int = 0  # cut on purpose by drop_after_bytes
-    tokens_generated: int = 0  # tokens the simulated model produced
-    tokens_after_disconnect: int = 0  # of those, produced for a client that was already gone
-    disconnects: int = 0  # clients that left before the end
-    streams_stopped: int = 0  # WebSocket answers the client stopped with {"stop": true}
-
-    def as_dict(self) -> dict[str, int]:
-        """Return the counters as a plain dict (the JSON body of /v1/stats)."""
-        return asdict(self)
+from lessonkit.serve.pacing import Pacer, Stats
 
 
 class ServerState:

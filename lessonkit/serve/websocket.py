@@ -25,8 +25,8 @@ from lessonkit.serve.checks import (
     query_number,
     read_pace,
 )
-from lessonkit.serve.pacing import Pacer, TokenClock
-from lessonkit.serve.state import ServerState, Stats, token_times
+from lessonkit.serve.pacing import Pacer, Stats, TokenClock
+from lessonkit.serve.state import ServerState, token_times
 
 
 async def websocket_stream(websocket: WebSocket) -> None:

@@ -2,8 +2,8 @@
 
 The demo widget (lessonkit.lab.browser_demo) reads the kernel's server twice from the
 page itself, with EventSource and with fetch + a stream reader, always through the
-Jupyter server (``/proxy/<port>/...`` here, as in ``make lab``), never from 127.0.0.1
-directly. A MutationObserver in the page records every change of a panel's text with
+Jupyter server's course route (``/lessonkit/demo/<socket name>/...`` here, as in ``make
+lab``) to the server's Unix socket; the kernel opens no TCP port for it. A MutationObserver in the page records every change of a panel's text with
 its time, so the tests see each state the learner saw, from Run All on. The same demo
 behind a buffering proxy is the control: there the whole answer must land at once,
 which shows the timing check can tell the two apart. The classroom version of these
@@ -55,6 +55,7 @@ RECORD_TEXT_CHANGES_JS = """
   new MutationObserver(() => changes.push([performance.now(), text.textContent])).observe(
     text, { childList: true, subtree: true, characterData: true });
   window.lkTextChanges = changes;
+  window.lkRecordingSince = performance.now();  // just before "Stream again" is clicked
 }
 """
 
@@ -91,7 +92,7 @@ class DemoPage:
     direct: Any
     report_cell: Any
     buffered: Any
-    port: int
+    socket_name: str
     run_all_changes: list[tuple[float, str, str]]
 
 
@@ -103,14 +104,19 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
         "browser_demo.ipynb",
         [
             "import contextlib\n"
+            "from lessonkit import serve\n"
             "from lessonkit.lab import browser_demo\nfrom lessonkit.serve import proxy\n"
             f"server = browser_demo.start_server(prefill_ms=300, per_token_ms={PER_TOKEN_MS})\n"
             "stack = contextlib.ExitStack()\n"
-            "buffered_url = stack.enter_context(proxy.running_proxy(server.url, buffer=True))\n"
-            "print('port', server.port)",
+            # The control: a course server behind a buffering proxy, served to the page.
+            f"upstream = stack.enter_context(serve.running(prefill_ms=300, per_token_ms={PER_TOKEN_MS}))\n"
+            "buffering = proxy.create_proxy_app(upstream, buffer=True)\n"
+            "buffered = stack.enter_context(browser_demo.serving_to_the_page(\n"
+            "    buffering, on_stop=buffering.state.proxy.close_soon))\n"
+            "print('socket', server.socket_name)",
             "demo = browser_demo.BrowserStreamDemo(server)\ndemo",
             "print(demo.browser_report())",
-            "browser_demo.BrowserStreamDemo(buffered_url)",
+            "browser_demo.BrowserStreamDemo(buffered)",
         ],
     )
     path = relative_to_root(notebook)
@@ -120,7 +126,7 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
         page.evaluate(DEMO_TEXT_CHANGES_JS)
         cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
         assert not tracebacks(cells), "\n".join(tracebacks(cells))
-        port = int(re.search(r"port (\d+)", cells[0].outputs[0].text).group(1))
+        socket_name = re.search(r"socket ([a-z0-9]{12})", cells[0].outputs[0].text).group(1)
         outputs = page.locator(".jp-Notebook .jp-Cell")
         direct, buffered = outputs.nth(1), outputs.nth(3)
         for output in (direct, buffered):
@@ -132,7 +138,7 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
         save_artifacts(page, "browser-demo-setup", lab_page.console_lines)
         close_notebook(page, lab, path)
         raise
-    yield DemoPage(page, direct, outputs.nth(2), buffered, port, changes)
+    yield DemoPage(page, direct, outputs.nth(2), buffered, socket_name, changes)
     close_notebook(page, lab, path)
 
 
@@ -143,7 +149,10 @@ def demo(demo_page: DemoPage, page: Any) -> DemoPage:
 
 
 def restart_and_record(page: Any, output: Any, kind: str) -> list[tuple[float, str]]:
-    """Click "Stream again" in output; return each distinct non-empty text of panel kind, timed."""
+    """Click "Stream again" in output; return each distinct non-empty text of panel kind, timed.
+
+    Times are in ms since just before the click.
+    """
     for other in PANELS:  # a run still going would change the text under the observer
         status = output.locator(f".lk-browser-demo-{other} .lk-status")
         expect(status).not_to_have_text("streaming", timeout=60_000)
@@ -152,7 +161,9 @@ def restart_and_record(page: Any, output: Any, kind: str) -> list[tuple[float, s
     page.evaluate(RECORD_TEXT_CHANGES_JS, [root, kind])
     output.locator(".lk-browser-demo-run").click()
     page.wait_for_function(DEMO_NEWER_RUN_DONE_JS, arg=[root, kind, before], timeout=60_000)
-    return distinct_texts(page.evaluate("() => window.lkTextChanges"))
+    since_ms = page.evaluate("() => window.lkRecordingSince")
+    changes = page.evaluate("() => window.lkTextChanges")
+    return distinct_texts([(at_ms - since_ms, text) for at_ms, text in changes])
 
 
 @pytest.mark.parametrize("which", ["direct", "buffered"])
@@ -173,7 +184,7 @@ def test_under_run_all_the_text_grows_token_by_token(demo: DemoPage, kind: str) 
 
 def test_the_cell_after_the_demo_reports_what_the_browser_received(demo: DemoPage) -> None:
     report = normalized(demo.report_cell.locator(".jp-OutputArea-output").first.text_content())
-    assert f"through /proxy/{demo.port}/" in report, report
+    assert f"through /lessonkit/demo/{demo.socket_name}/" in report, report
     for name in ("EventSource", "fetch"):
         assert re.search(rf"{name} ?: done, {len(ANSWER.tokens)} tokens", report), report
     assert report.count(repr(ANSWER.text)) == 2, report
@@ -182,11 +193,11 @@ def test_the_cell_after_the_demo_reports_what_the_browser_received(demo: DemoPag
 def test_the_page_reads_the_kernel_server_through_the_jupyter_server(
     demo: DemoPage, lab: LabServer
 ) -> None:
-    proxied = f"{lab.base_url}/proxy/{demo.port}"
+    routed = f"{lab.base_url}/lessonkit/demo/{demo.socket_name}"
     eventsource = demo.direct.locator(".lk-browser-demo-eventsource")
     fetch = demo.direct.locator(".lk-browser-demo-fetch")
-    assert eventsource.get_attribute("data-url").startswith(f"{proxied}/v1/stream?prompt=")
-    assert fetch.get_attribute("data-url") == f"{proxied}/v1/chat/completions"
+    assert eventsource.get_attribute("data-url").startswith(f"{routed}/v1/stream?prompt=")
+    assert fetch.get_attribute("data-url") == f"{routed}/v1/chat/completions"
 
 
 @pytest.mark.parametrize("kind", PANELS)
@@ -204,8 +215,13 @@ def test_behind_a_buffering_proxy_the_whole_text_arrives_in_one_burst(
     states = restart_and_record(demo.page, demo.buffered, kind)
 
     assert states[-1][1] == ANSWER.text
-    spread_ms = states[-1][0] - states[0][0]
-    assert spread_ms < PER_TOKEN_MS, f"a buffered answer spread over {spread_ms:.0f} ms: {states}"
+    # Nothing shows before the server generated the last token (prefill 300 ms, then one
+    # token every PER_TOKEN_MS; a lower bound, which no busy machine can fail) ...
+    last_token_due_ms = 300 + (len(ANSWER.tokens) - 1) * PER_TOKEN_MS
+    assert states[0][0] >= last_token_due_ms, states
+    # ... and the check the direct demo passes tells this one apart.
+    with pytest.raises(AssertionError):
+        assert_streamed_token_by_token(states, ANSWER.text, PER_TOKEN_MS, f"{kind} buffered")
 
 
 def test_stream_again_starts_a_stopped_server_again(demo: DemoPage) -> None:
@@ -215,8 +231,8 @@ def test_stream_again_starts_a_stopped_server_again(demo: DemoPage) -> None:
         restart_and_record(demo.page, demo.direct, kind)
         panel = demo.direct.locator(f".lk-browser-demo-{kind}")
         expect(panel.locator(".lk-text")).to_have_text(ANSWER.text)
-    running = demo.page.evaluate(EXECUTE_IN_KERNEL_JS, "print(server.running, server.port)")
-    assert running.split() == ["True", str(demo.port)], running
+    running = demo.page.evaluate(EXECUTE_IN_KERNEL_JS, "print(server.running, server.socket_name)")
+    assert running.split() == ["True", demo.socket_name], running
 
 
 # --- browser_demo.js's own functions, in the browser -----------------------------------------
@@ -229,7 +245,7 @@ def blank_page(browser: Any) -> Iterator[Any]:
     page = context.new_page()
     page.set_content("<html><body></body></html>")
     exported = page.evaluate(IMPORT_DEMO_JS, DEMO_JS)
-    assert {"EventBlocks", "jupyterBaseUrl", "proxiedUrl", "default"} <= set(exported)
+    assert {"EventBlocks", "jupyterBaseUrl", "demoUrl", "xsrfHeaders", "default"} <= set(exported)
     yield page
     context.close()
 
@@ -254,14 +270,24 @@ def test_event_blocks_give_the_same_events_at_every_two_cut_split(
     wire = "".join(data.decode() for _, data in llm.stream_writes(ANSWER, "openai"))
     wire = wire.replace("\n", line_end) + f": ping{line_end}{line_end}"
     expected = reference_data(wire.encode())
-    splits = [[wire[:i], wire[i:j], wire[j:]] for i in range(len(wire) + 1) for j in (i, i + 7)]
-    results = blank_page.evaluate(
-        "(splits) => splits.map((pieces) => { const b = new window.lkDemoModule.EventBlocks();"
-        " return pieces.flatMap((p) => b.feed(p)); })",
-        splits,
+    cuts = [(i, j) for i in range(len(wire) + 1) for j in (i, i + 7)]
+    # The page cuts the wire itself (by code points, as Python slices) and sends back only
+    # the splits that differ: a few kB over the wire instead of every split twice.
+    wrong = blank_page.evaluate(
+        """([wire, cuts, expected]) => {
+          const chars = Array.from(wire), part = (a, b) => chars.slice(a, b).join('');
+          const want = JSON.stringify(expected), wrong = [];
+          for (const [i, j] of cuts) {
+            const pieces = [part(0, i), part(i, j), part(j, chars.length)];
+            const blocks = new window.lkDemoModule.EventBlocks();
+            const got = pieces.flatMap((p) => blocks.feed(p));
+            if (JSON.stringify(got) !== want) wrong.push([pieces, got]);
+          }
+          return wrong;
+        }""",
+        [wire, cuts, expected],
     )
-    wrong = [(split, got) for split, got in zip(splits, results, strict=True) if got != expected]
-    assert not wrong, f"{len(wrong)} splits differ, first: {wrong[0]}"
+    assert not wrong, f"{len(wrong)} of {len(cuts)} splits differ, first: {wrong[0]}"
 
 
 def test_a_crlf_cut_between_its_cr_and_its_lf_ends_one_line_not_two(blank_page: Any) -> None:
@@ -283,9 +309,22 @@ def test_the_base_url_comes_from_the_pages_jupyter_config(blank_page: Any) -> No
     )
     got = blank_page.evaluate(
         "() => [window.lkDemoModule.jupyterBaseUrl(),"
-        " window.lkDemoModule.proxiedUrl(4321, '/v1/stream', document, 'http://hub.test:8000')]"
+        " window.lkDemoModule.demoUrl('k3x9k3x9k3x9', '/v1/stream', document,"
+        " 'http://hub.test:8000')]"
     )
-    assert got == ["/user/alice/", "http://hub.test:8000/user/alice/proxy/4321/v1/stream"]
+    assert got == [
+        "/user/alice/",
+        "http://hub.test:8000/user/alice/lessonkit/demo/k3x9k3x9k3x9/v1/stream",
+    ]
+
+
+def test_a_post_carries_the_jupyter_xsrf_token_from_its_cookie(blank_page: Any) -> None:
+    # A stand-in document: a page's real cookies need an http(s) origin.
+    got = blank_page.evaluate(
+        "() => [window.lkDemoModule.xsrfHeaders({cookie: 'a=1; _xsrf=2%7Cab%3D%3D; b=2'}),"
+        " window.lkDemoModule.xsrfHeaders({cookie: 'a=1'})]"
+    )
+    assert got == [{"X-XSRFToken": "2|ab=="}, {}]
 
 
 def test_a_page_without_jupyter_config_uses_the_root(blank_page: Any) -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import statistics
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 import pytest
 from coursecontrols import play_button, press_key, shown_value, type_value
+from explorer_reactions import REACTIONS, moves, reaction_ms
 from labdriver import (
     LabServer,
     close_notebook,
@@ -46,7 +45,6 @@ TIMEOUT_MS = 30_000
 # One cell per test: the explorer each test drives, built the way the lessons build it.
 CELLS = {
     "timeline_prefill": "lw.timeline_explorer()",
-    "timeline_reaction": "lw.timeline_explorer()",
     "timeline_play": "lw.timeline_explorer(t_ms=0)",
     "cancel": "lw.cancel_explorer()",
     "decode_play": "lw.decode_loop_player()",
@@ -61,14 +59,7 @@ CELLS = {
     "controls_wire": "lw.wire_inspector()",
     "controls_stepper": "lw.arrival_stepper()",
     "controls_utf8": "lw.utf8_explorer()",
-    "reaction_decode": "lw.decode_loop_player()",
-    "reaction_cancel": "lw.cancel_explorer()",
-    "reaction_wire": "lw.wire_inspector()",
-    "reaction_walkthrough": "lw.walkthrough_stepper(2)",  # next/back between steps 2 and 3
-    "reaction_stepper": "lw.arrival_stepper()",
-    "reaction_utf8": "lw.utf8_explorer()",
-    "reaction_drop": "lw.drop_explorer()",
-    "reaction_flicker": "lw.flicker_demo(step=1)",
+    **{f"reaction {name}": reaction.source for name, reaction in REACTIONS.items()},
     "field_table": "from IPython.display import HTML\n"
     "from lessonkit.lab import lesson02, views\n"
     "HTML(views.field_rows_html(lesson02.sse_field_rows()))",
@@ -603,116 +594,20 @@ def test_the_walkthroughs_line_end_badges_are_readable(explorers: ExplorerNotebo
 
 
 # ---------------------------------------------------------------------------------------------
-# Reaction time: from a key press or click to the new picture, measured in the page
-
-ARM_JS = """
-(target) => {
-  const state = { t0: null, t1: null };
-  window.__lkReaction = state;
-  const kinds = ['keydown', 'click'];  // a key press on a slider, a finished click on a button
-  const start = (event) => { if (state.t0 === null) state.t0 = event.timeStamp; };
-  for (const kind of kinds) document.addEventListener(kind, start, { capture: true });
-  const observer = new MutationObserver(() => {
-    if (state.t0 === null || state.t1 !== null) return;
-    observer.disconnect();
-    for (const kind of kinds) document.removeEventListener(kind, start, { capture: true });
-    // The new picture is on screen at the next frame after the DOM changed.
-    requestAnimationFrame(() => { state.t1 = performance.now(); });
-  });
-  observer.observe(target, { subtree: true, childList: true, characterData: true,
-                             attributes: true });
-  return true;
-}
-"""
-SAMPLES = 9  # timed moves per explorer, after one warm-up move that is not counted
-MEDIAN_LIMIT_MS = 100
-REACTION_REPORT = (
-    Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer-reaction-times.txt"
-)
+# Reaction: a key press or click redraws the explorer's picture (timed by `make bench`)
 
 
-def _settle(locator: Any) -> None:
-    """Wait until `locator` has not changed for 150 ms (the last update has landed)."""
-    last, quiet_since = locator.inner_html(), 0.0
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        time.sleep(0.05)  # the poll interval
-        now = locator.inner_html()
-        if now != last:
-            last, quiet_since = now, 0.0
-        else:
-            quiet_since += 0.05
-            if quiet_since >= 0.15:
-                return
-
-
-def reaction_ms(page: Any, target: Any, act: Any) -> float:
-    """Return the ms from the learner's key press or click (act) to the target's new picture."""
-    page.evaluate(ARM_JS, target.element_handle())
-    act()
-    wait_for(
-        lambda: page.evaluate("() => window.__lkReaction.t1 !== null"),
-        timeout_s=15,
-        interval_s=0.01,
-        what="the explorer to react",
-    )
-    t0, t1 = page.evaluate("() => [window.__lkReaction.t0, window.__lkReaction.t1]")
-    _settle(target)
-    return t1 - t0
-
-
-def _slider_moves(out: Any, selectors: list[str]) -> list[Any]:
-    """Return SAMPLES actions: arrow presses on the sliders in turn, right then left (in range)."""
-    actions = []
-    for i in range(SAMPLES + 1):
-        slider = out.locator(selectors[i % len(selectors)])
-        key = "ArrowRight" if (i // len(selectors)) % 2 == 0 else "ArrowLeft"
-        actions.append(lambda slider=slider, key=key: press_key(slider, key))
-    return actions
-
-
-def _button_clicks(out: Any) -> list[Any]:
-    buttons = [out.locator("button.lk-walk-next"), out.locator("button.lk-walk-back")]
-    return [lambda b=buttons[i % 2]: b.click() for i in range(SAMPLES + 1)]
-
-
-REACTIONS = {
-    # explorer: (cell, the element whose picture must follow, the controls moved)
-    "timeline": ("timeline_reaction", ".lk-timeline-plot", [".lk-t-ms", ".lk-prefill-ms"]),
-    "stop early": ("reaction_cancel", ".lk-cancel-plot", [".lk-cancel-at-ms"]),
-    "decode loop": ("reaction_decode", ".lk-decode-view", [".lk-decode-pass"]),
-    "wire inspector": ("reaction_wire", ".lk-wire-view", [".lk-wire-write"]),
-    "walkthrough": ("reaction_walkthrough", ".lk-walk-view", []),
-    "arrival stepper": ("reaction_stepper", ".lk-stepper-arrival", [".lk-arrival-step"]),
-    "UTF-8": ("reaction_utf8", ".lk-utf8-cut", [".lk-utf8-cut-at"]),
-    "drop": ("reaction_drop", ".lk-drop-plot", [".lk-drop-position"]),
-    "flicker": ("reaction_flicker", ".lk-flicker-naive", [".lk-flicker-step"]),
-}
-
-
-def test_every_explorer_reacts_within_100_ms_median_of_a_control_change(
-    explorers: ExplorerNotebook, capsys: Any
+def test_every_explorer_redraws_its_picture_after_a_key_press_or_click(
+    explorers: ExplorerNotebook,
 ) -> None:
-    medians, rows = {}, []
-    for name, (cell, watched, sliders) in REACTIONS.items():
-        out = explorers.output(cell)
-        target = out.locator(watched).first
+    # How fast is measured by bench/bench_explorers.py against the 100 ms goal; here only
+    # that it happens, after one uncounted move that may pay for a first render.
+    for name in REACTIONS:
+        out = explorers.output(f"reaction {name}")
+        target = out.locator(REACTIONS[name].watched).first
         expect(target).to_be_visible(timeout=TIMEOUT_MS)
-        actions = _slider_moves(out, sliders) if sliders else _button_clicks(out)
-        warm_up, *timed = actions  # the first move may pay for a first render: not counted
+        warm_up, move = moves(out, REACTIONS[name], 2)
         reaction_ms(explorers.page, target, warm_up)
-        times = sorted(reaction_ms(explorers.page, target, act) for act in timed)
-        medians[name] = statistics.median(times)
-        rows.append(
-            f"{name:16} median {medians[name]:6.1f} ms   min {times[0]:6.1f}"
-            f"   max {times[-1]:6.1f}   ({len(times)} moves)"
-        )
-    report = "explorer reaction times (key press or click -> new picture on screen)\n" + "\n".join(
-        rows
-    )
-    REACTION_REPORT.parent.mkdir(exist_ok=True)
-    REACTION_REPORT.write_text(report + "\n")
-    with capsys.disabled():
-        print("\n" + report)
-    slow = {name: ms for name, ms in medians.items() if ms >= MEDIAN_LIMIT_MS}
-    assert not slow, f"explorers slower than {MEDIAN_LIMIT_MS} ms (median): {slow}"
+        before = target.inner_html()
+        reaction_ms(explorers.page, target, move)
+        assert target.inner_html() != before, f"{name}: the picture did not change"

@@ -86,7 +86,7 @@ def test_lesson_without_done_is_not_complete_even_with_all_text():
 
 
 @given(st.sampled_from(DIALECTS), token_lists, st.data())
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 def test_a_drop_at_any_byte_gives_a_prefix_of_the_answer_and_not_complete(dialect, tokens, data):
     wire = build_wire(tokens, dialect)
     n_bytes = data.draw(st.integers(0, len(wire) - 1))
@@ -100,7 +100,7 @@ def test_a_drop_at_any_byte_gives_a_prefix_of_the_answer_and_not_complete(dialec
 
 
 @given(st.sampled_from(DIALECTS), token_lists, finish_reasons, st.booleans(), st.data())
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 def test_every_cut_rebuilds_exactly_the_answer(dialect, tokens, finish, heartbeat, data):
     wire = build_wire(tokens, dialect, finish_reason=finish, heartbeat=heartbeat)
     chunks = data.draw(chunkings(wire, max_cuts=30))
@@ -113,7 +113,7 @@ def test_every_cut_rebuilds_exactly_the_answer(dialect, tokens, finish, heartbea
 
 
 @given(st.sampled_from(DIALECTS), sim_answers(), st.data())
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 def test_every_cut_of_the_simulated_server_rebuilds_exactly_the_answer(dialect, answer, data):
     wire = sim_wire(answer, dialect, include_usage=dialect == "openai", heartbeat_ms=25)
     chunks = data.draw(chunkings(wire, max_cuts=30))
@@ -123,7 +123,7 @@ def test_every_cut_of_the_simulated_server_rebuilds_exactly_the_answer(dialect, 
 
 
 @given(sim_answers())
-@settings(max_examples=30)
+@settings(max_examples=30, deadline=None)
 def test_one_byte_pieces_rebuild_the_answer(answer):
     wire = sim_wire(answer, "openai")
     assert read_stream([wire[i : i + 1] for i in range(len(wire))], "openai").text == answer.text
@@ -169,6 +169,34 @@ def test_an_event_over_max_event_bytes_becomes_reply_error():
     reply = read_stream([encode('{"delta": "' + "x" * 500 + '"}')], max_event_bytes=100)
     assert reply.error is not None and "max_event_bytes=100" in reply.error
     assert not reply.complete
+
+
+OVERSIZED = encode('{"delta": "' + "x" * 200 + '"}')
+
+
+def test_the_deltas_before_an_oversized_event_in_the_same_chunk_are_kept():
+    wire = encode('{"delta": "a"}') + encode('{"delta": "b"}') + OVERSIZED
+    reader = StreamReader(max_event_bytes=100)
+    assert reader.feed(wire) == ["a", "b"]
+    reply = reader.close()
+    assert reply.text == "ab" and reply.events == 2 and not reply.complete
+    assert reply.error is not None and reply.error.startswith("event 3: ")
+
+
+@given(token_lists, st.integers(0, 12), st.booleans(), st.data())
+@settings(max_examples=150, deadline=None)
+def test_every_cut_gives_the_same_reply_when_an_event_is_over_the_limit(
+    tokens, where, done_first, data
+):
+    events = [encode(json.dumps({"delta": token})) for token in tokens]
+    where = min(where, len(events))
+    before = [*events[:where], encode("[DONE]")] if done_first else events[:where]
+    wire = b"".join([*before, OVERSIZED, *events[where:], encode("[DONE]")])
+    whole = read_stream([wire], max_event_bytes=150)
+    assert whole.text == "".join(tokens[:where])
+    assert whole.complete == done_first and (whole.error is None) == done_first
+    chunks = data.draw(chunkings(wire, max_cuts=30))
+    assert read_stream(chunks, max_event_bytes=150) == whole
 
 
 def test_events_after_the_end_marker_are_ignored():

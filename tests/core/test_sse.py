@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import statistics
 import time
+from collections.abc import Iterator
 from importlib import resources
 
 import httpx
@@ -16,8 +18,10 @@ from hypothesis import strategies as st
 from strategies import (
     bytes_and_chunks,
     chunkings,
+    limits,
     plain_streams,
     sse_bytes,
+    streams_over_a_limit,
     token_streams,
     wire_like_bytes,
 )
@@ -49,16 +53,35 @@ def reference_parse(data: bytes) -> list[Event]:
     Decode the whole stream, drop one BOM, split at CRLF/LF/CR, process each line.
     No incremental state at all: the oracle for the incremental decoder.
     """
+    return reference_read(data, max_event_bytes=None)[0]
+
+
+def reference_read(data: bytes, max_event_bytes: int | None) -> tuple[list[Event], bool]:
+    """Return (the events of ``data``, whether one event outgrew ``max_event_bytes``).
+
+    reference_parse, plus the limit counted as SSEDecoder's docstring defines it:
+    at every byte, the raw bytes of the data buffer (each value and its LF), of the
+    event type buffer and of the line being read so far. The most a line adds is
+    at its last byte, so each line is checked once, before it is processed, and so
+    is what follows the last line end. The events are those before the oversized one.
+    """
     text = data.decode("utf-8", "replace")
+    raw_lines = re.split(rb"\r\n|\r|\n", data)  # the same lines, as bytes, for counting
     if text.startswith("\ufeff"):
         text = text[1:]
     lines = re.split(r"\r\n|\r|\n", text)
+    assert len(lines) == len(raw_lines)
     lines.pop()  # what follows the last line end is not a line (the stream ended)
+    unfinished = raw_lines.pop()
     events = []
     data_buffer, type_buffer, id_buffer, retry = "", "", "", None
-    for line in lines:
+    held, type_bytes = 0, 0  # raw bytes of the data and event type buffers; of the type
+    for raw, line in zip(raw_lines, lines, strict=True):
+        if max_event_bytes is not None and held + len(raw) > max_event_bytes:
+            return events, True
         if line == "":
             last_id = id_buffer
+            held, type_bytes = 0, 0
             if data_buffer == "":
                 type_buffer, retry = "", None
                 continue
@@ -69,6 +92,8 @@ def reference_parse(data: bytes) -> list[Event]:
             continue
         if line.startswith(":"):
             continue
+        raw_value = raw.split(b":", 1)[1] if b":" in raw else b""
+        raw_value = raw_value[1:] if raw_value.startswith(b" ") else raw_value
         if ":" in line:
             field, value = line.split(":", 1)
             if value.startswith(" "):
@@ -76,16 +101,42 @@ def reference_parse(data: bytes) -> list[Event]:
         else:
             field, value = line, ""
         if field == "event":
-            type_buffer = value
+            held += len(raw_value) - type_bytes
+            type_buffer, type_bytes = value, len(raw_value)
         elif field == "data":
             data_buffer += value + "\n"
+            held += len(raw_value) + 1
         elif field == "id":
             if "\x00" not in value:
                 id_buffer = value
         elif field == "retry":
             if value and all(c in "0123456789" for c in value):
                 retry = int(value)
-    return events
+    if max_event_bytes is not None and held + len(unfinished) > max_event_bytes:
+        return events, True
+    return events, False
+
+
+def received_before_the_error(chunks: list[bytes], **kwargs: int) -> tuple[list[Event], bool]:
+    """Return (every event a caller of feed() receives, whether EventTooLarge came).
+
+    The events are those feed() returned, then those the exception carried.
+    """
+    decoder = SSEDecoder(**kwargs)
+    received: list[Event] = []
+    try:
+        for chunk in chunks:
+            received += decoder.feed(chunk)
+    except EventTooLarge as exc:
+        return received + exc.events, True
+    return received + decoder.close(), False
+
+
+def every_two_cuts(data: bytes) -> Iterator[list[bytes]]:
+    """Yield ``data`` cut in three at every pair of positions (empty pieces included)."""
+    for i in range(len(data) + 1):
+        for j in range(i, len(data) + 1):
+            yield [data[:i], data[i:j], data[j:]]
 
 
 # --- line ends -------------------------------------------------------------------
@@ -111,6 +162,11 @@ def test_cr_then_lf_then_lf_in_three_chunks_is_one_line_end_and_a_blank_line():
 
 def test_cr_then_empty_chunk_then_lf_is_still_one_line_end():
     assert triples(feed_each([b"data: a\r", b"", b"\ndata: b\n\n"])) == [["message", "a\nb", ""]]
+
+
+def test_an_lf_after_bytes_that_followed_a_cr_ends_their_line():
+    # The LF is not the second half of a CRLF: "b" came between them.
+    assert triples(feed_each([b"data: a\r", b"data: b", b"\n\n"])) == [["message", "a\nb", ""]]
 
 
 @pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1e"])
@@ -265,13 +321,14 @@ def test_invalid_bytes_become_the_replacement_character():
 
 
 @given(wire_like_bytes)
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_arbitrary_bytes_never_raise(data):
     decode_all([data])
     feed_each(one_byte_pieces(data))
 
 
 @given(st.binary(max_size=300), st.integers(1, 64))
+@settings(deadline=None)  # a verdict never depends on the machine's speed
 def test_with_a_small_limit_the_only_exception_is_event_too_large(data, limit):
     try:
         feed_each(one_byte_pieces(data), max_event_bytes=limit)
@@ -283,7 +340,7 @@ def test_with_a_small_limit_the_only_exception_is_event_too_large(data, limit):
 
 
 @given(bytes_and_chunks())
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @example((b"data: a\r\n\r\n", [b"data: a\r", b"\n\r", b"\n"]))
 @example((b"\xef\xbb\xbfdata: a\n\n", [b"", b"\xef", b"\xbb", b"\xbfdata: a\n\n"]))
 def test_every_cut_of_the_same_bytes_gives_the_same_events(data_and_chunks):
@@ -294,13 +351,13 @@ def test_every_cut_of_the_same_bytes_gives_the_same_events(data_and_chunks):
 
 
 @given(sse_bytes)
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 def test_one_byte_pieces_give_the_same_events_as_the_whole(data):
     assert feed_each(one_byte_pieces(data)) == decode_all([data])
 
 
 @given(wire_like_bytes)
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 def test_the_decoder_agrees_with_a_literal_reading_of_the_spec(data):
     assert decode_all([data]) == reference_parse(data)
 
@@ -313,11 +370,73 @@ def test_conformance_cases(case):
     assert triples(reference_parse(wire)) == case["events"]
 
 
-# --- the shortcut for token streams gives the same events ----------------------------
+# --- the hot path: feed() gives what feed_step_by_step() gives --------------------------
+
+
+def outcomes(feed, chunks: list[bytes]) -> list[tuple]:
+    """Return, chunk by chunk, what ``feed`` gave and the decoder's state after it.
+
+    ``feed`` is a decoder's bound ``feed`` or ``feed_step_by_step``. An
+    EventTooLarge ends the list with its message and events.
+    """
+    decoder = feed.__self__
+    results: list[tuple] = []
+    for chunk in chunks:
+        try:
+            events = feed(chunk)
+        except EventTooLarge as exc:
+            return [*results, ("too large", str(exc), exc.events, decoder.pending)]
+        results.append((events, decoder.last_event_id, decoder.retry, decoder.pending))
+    return results
+
+
+def assert_feed_matches_the_steps(chunks: list[bytes], max_event_bytes: int) -> None:
+    fast, steps = (SSEDecoder(max_event_bytes=max_event_bytes) for _ in range(2))
+    assert outcomes(fast.feed, chunks) == outcomes(steps.feed_step_by_step, chunks)
+
+
+@given(bytes_and_chunks(), limits)
+@settings(max_examples=500, deadline=None)
+@example((b"data: a\rb\nc\n\n", [b"data: a\r", b"b", b"\nc\n\n"]), 1 << 20)
+def test_feed_gives_the_events_and_state_of_the_steps_after_every_chunk(data_and_chunks, limit):
+    assert_feed_matches_the_steps(data_and_chunks[1], limit)
+
+
+@given(
+    st.one_of(token_streams(), plain_streams(), streams_over_a_limit().map(lambda s: s[0])),
+    st.data(),
+)
+@settings(max_examples=300, deadline=None)
+def test_feed_gives_what_the_steps_give_on_token_streams_and_at_the_limit(data, draw):
+    chunks = draw.draw(chunkings(data, max_cuts=30))
+    assert_feed_matches_the_steps(chunks, draw.draw(limits))
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        b'\xef\xbb\xbfid: 7\nretry: 5\ndata: {"delta": "Hi"}\n\n:ping\r\ndata: a\r\r',
+        b"event: e\ndata:x\ndata: y\n\nid\ndata\n\n" + b"data: " + b"z" * 40 + b"\n\n",
+    ],
+)
+def test_feed_gives_what_the_steps_give_for_every_two_cut_split(wire):
+    for chunks in every_two_cuts(wire):
+        for limit in (16, 60, 1 << 20):
+            assert_feed_matches_the_steps(chunks, limit)
+
+
+def test_events_built_by_the_hot_path_are_plain_frozen_events():
+    [event] = SSEDecoder().feed(b"event: e\nid: 1\nretry: 5\ndata: a\ndata: b\n\n")
+    plain = Event(event="e", data="a\nb", id="1", retry=5)
+    assert (event, hash(event), repr(event)) == (plain, hash(plain), repr(plain))
+    assert type(event) is Event and dataclasses.asdict(event) == dataclasses.asdict(plain)
+    assert dataclasses.replace(event, data="c") == Event("e", "c", "1", 5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.data = "changed"  # type: ignore[misc]
 
 
 @given(token_streams().flatmap(lambda data: st.tuples(st.just(data), chunkings(data))))
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_token_streams_give_the_events_of_a_literal_reading_of_the_spec(data_and_chunks):
     data, chunks = data_and_chunks
     expected = reference_parse(data)
@@ -369,6 +488,16 @@ def test_pending_tells_whether_an_unfinished_event_is_held():
     assert not decoder.pending
 
 
+def test_a_bom_alone_is_not_pending_but_part_of_one_may_still_be_an_event():
+    decoder = SSEDecoder()
+    decoder.feed(b"\xef\xbb")
+    assert decoder.pending
+    decoder.feed(b"\xbf")
+    assert not decoder.pending
+    decoder.feed(b"d")
+    assert decoder.pending
+
+
 def test_after_close_the_decoder_reads_a_new_stream_and_keeps_the_last_event_id():
     decoder = SSEDecoder()
     decoder.feed(b"id: 4\nretry: 100\ndata: a\n\ndata: cut")
@@ -393,6 +522,7 @@ def test_iter_events_yields_each_event_before_reading_the_next_chunk():
 
 
 @given(bytes_and_chunks())
+@settings(deadline=None)  # a verdict never depends on the machine's speed
 def test_iter_events_gives_the_same_events_as_feed(data_and_chunks):
     _, chunks = data_and_chunks
     assert list(SSEDecoder().iter_events(chunks)) == feed_each(chunks)
@@ -422,6 +552,7 @@ def test_comment_writes_a_heartbeat_that_dispatches_nothing():
         alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00")
     ),
 )
+@settings(deadline=None)  # a verdict never depends on the machine's speed
 def test_encode_then_decode_gives_back_the_data_type_and_id(data, event, ident):
     events = decode_all([encode(data, event=event, id=ident)])
     # The spec turns every line end into LF.
@@ -471,60 +602,162 @@ def test_max_event_bytes_bounds_one_event_not_the_whole_stream():
     assert len(feed_each(one_byte_pieces(wire[:3000]), max_event_bytes=20)) == 3000 // 18
 
 
-def test_an_event_of_exactly_max_event_bytes_passes():
-    # Held bytes: each data value plus its LF, i.e. 10 + 1.
-    assert len(decode_all([b"data: 0123456789\n\n"], max_event_bytes=11)) == 1
+def test_max_event_bytes_counts_the_buffers_and_every_byte_of_the_line_being_read():
+    # "data: 0123456789" is 16 bytes while it is read; then the buffer holds 10 + 1.
+    assert len(decode_all([b"data: 0123456789\n\n"], max_event_bytes=16)) == 1
     with pytest.raises(EventTooLarge):
-        decode_all([b"data: 0123456789\n\n"], max_event_bytes=10)
-
-
-def test_iter_events_raises_event_too_large_where_feed_would_even_in_the_last_chunks():
-    # The small chunks held back to be joined are still fed at the end of the stream.
-    chunks = [b"\ndata: " + b"x" * 900, b"y" * 200]
+        decode_all([b"data: 0123456789\n\n"], max_event_bytes=15)
+    # The second line is read while the first value and its LF (11 bytes) are held.
+    two_lines = b"data: 0123456789\ndata: 0123456789\n\n"
+    assert len(decode_all([two_lines], max_event_bytes=27)) == 1
     with pytest.raises(EventTooLarge):
-        feed_each(chunks, max_event_bytes=1000)
-    with pytest.raises(EventTooLarge):
-        decode_all(chunks, max_event_bytes=1000)
+        decode_all([two_lines], max_event_bytes=26)
 
 
-def cpu_seconds_to_decode(size_bytes: int, piece_bytes: int) -> float:
-    """Return the best of 5 CPU times to feed one event of size_bytes in small pieces."""
-    wire = b"data: " + b"x" * size_bytes + b"\n\n"
+def test_a_long_comment_line_counts_while_it_is_read():
+    wire = b": " + b"z" * 40 + b"\ndata: a\n\n"
+    assert decode_all([wire], max_event_bytes=42) == [Event(data="a")]
+    for chunks in ([wire], [wire[:30], wire[30:]], one_byte_pieces(wire)):
+        with pytest.raises(EventTooLarge):
+            feed_each(chunks, max_event_bytes=41)
+
+
+ISSUE_EXAMPLE = b"data: Hi\n\n" + b"data: " + b"x" * 100 + b"\n\n"
+
+
+def test_event_too_large_carries_the_events_the_same_call_completed_before_it():
+    decoder = SSEDecoder(max_event_bytes=60)
+    with pytest.raises(EventTooLarge) as info:
+        decoder.feed(ISSUE_EXAMPLE)
+    assert info.value.events == [Event(data="Hi")]
+
+
+def test_event_too_large_from_a_later_call_carries_only_that_calls_events():
+    decoder = SSEDecoder(max_event_bytes=60)
+    assert decoder.feed(ISSUE_EXAMPLE[:12]) == [Event(data="Hi")]
+    with pytest.raises(EventTooLarge) as info:
+        decoder.feed(ISSUE_EXAMPLE[12:])
+    assert info.value.events == []
+
+
+def test_every_two_cut_split_receives_the_same_events_before_the_same_error():
+    for chunks in every_two_cuts(ISSUE_EXAMPLE):
+        assert received_before_the_error(chunks, max_event_bytes=60) == ([Event(data="Hi")], True)
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        b"data: a\r\n\r\n" + b"data: " + b"y" * 30 + b"\r\n\r\ndata: b\r\n\r\n",
+        b"\xef\xbb\xbfid: 1\ndata: a\n\n" + b"data: abc\n" * 9 + b"\n",
+        b"data: a\r\revent: " + b"e" * 30 + b"\rdata: b\r\r",
+        b"data: a\n\n: " + b"c" * 31 + b"\ndata: b\n\n",
+        b"data: a\n\ndata: " + b"u" * 30,
+    ],
+    ids=[
+        "crlf long data line",
+        "bom many data lines",
+        "cr long event type",
+        "long comment",
+        "line that never ends",
+    ],
+)
+def test_every_two_cut_split_of_streams_over_the_limit_agrees_with_the_whole(wire):
+    expected = reference_read(wire, max_event_bytes=32)
+    assert expected[1]
+    assert received_before_the_error([wire], max_event_bytes=32) == expected
+    for chunks in every_two_cuts(wire):
+        assert received_before_the_error(chunks, max_event_bytes=32) == expected
+
+
+@given(streams_over_a_limit().flatmap(lambda s: st.tuples(st.just(s), chunkings(s[0]))))
+@settings(max_examples=400, deadline=None)
+def test_every_cut_receives_the_same_events_before_the_error_and_the_error(stream_and_chunks):
+    (data, max_event_bytes), chunks = stream_and_chunks
+    whole = received_before_the_error([data], max_event_bytes=max_event_bytes)
+    assert whole[1]  # the strategy's oversized event
+    assert whole == reference_read(data, max_event_bytes)
+    assert received_before_the_error(chunks, max_event_bytes=max_event_bytes) == whole
+    assert (
+        received_before_the_error(one_byte_pieces(data), max_event_bytes=max_event_bytes) == whole
+    )
+
+
+@given(bytes_and_chunks(), limits)
+@settings(max_examples=500, deadline=None)
+def test_the_same_bytes_pass_or_fail_the_limit_whatever_the_cut(data_and_chunks, max_event_bytes):
+    data, chunks = data_and_chunks
+    expected = reference_read(data, max_event_bytes)
+    assert received_before_the_error(chunks, max_event_bytes=max_event_bytes) == expected
+    assert received_before_the_error([data], max_event_bytes=max_event_bytes) == expected
+
+
+def test_iter_events_yields_the_events_before_the_error_then_raises_with_none_left():
+    seen = []
+    with pytest.raises(EventTooLarge) as info:
+        for event in SSEDecoder(max_event_bytes=60).iter_events([ISSUE_EXAMPLE]):
+            seen.append(event)
+    assert seen == [Event(data="Hi")]
+    assert info.value.events == []
+
+
+def test_decode_all_raises_with_every_event_before_the_oversized_one():
+    with pytest.raises(EventTooLarge) as info:
+        decode_all([ISSUE_EXAMPLE[:12], ISSUE_EXAMPLE[12:]], max_event_bytes=60)
+    assert info.value.events == [Event(data="Hi")]
+
+
+EVENT_SHAPES = {
+    "one data line": lambda size_bytes: b"data: " + b"x" * size_bytes + b"\n\n",
+    "80-byte data lines": lambda size_bytes: (
+        (b"data: " + b"x" * 73 + b"\n") * (size_bytes // 80) + b"\n"
+    ),
+}
+
+
+def cpu_seconds_to_decode(wire: bytes, piece_bytes: int, method: str) -> float:
+    """Return the best of 5 CPU times to feed one event in small pieces through ``method``."""
     pieces = [wire[i : i + piece_bytes] for i in range(0, len(wire), piece_bytes)]
     times = []
     for _ in range(5):
-        decoder = SSEDecoder(max_event_bytes=1 << 30)
+        feed = getattr(SSEDecoder(max_event_bytes=1 << 30), method)
         start = time.process_time()
-        for piece in pieces:
-            decoder.feed(piece)
+        events = [event for piece in pieces for event in feed(piece)]
         times.append(time.process_time() - start)
-    assert decoder.last_event_id == ""
+        assert len(events) == 1
     return min(times)
 
 
-def test_cost_is_linear_in_the_bytes_fed_whatever_the_chunk_sizes():
+@pytest.mark.parametrize("method", ["feed", "feed_step_by_step"])
+@pytest.mark.parametrize("shape", EVENT_SHAPES)
+def test_cost_is_linear_in_the_bytes_fed_whatever_the_chunk_sizes(shape, method):
     # A decoder that re-joins or re-scans its growing buffer per chunk costs 4x
     # for 2x the size. Best-of-5 CPU time is robust to a loaded machine; the
     # margin (3x) leaves room for noise but not for quadratic work.
+    small, big = (EVENT_SHAPES[shape](size_bytes) for size_bytes in (500_000, 1_000_000))
     ratios = []
     for _ in range(3):
-        small = cpu_seconds_to_decode(1_000_000, 32)
-        big = cpu_seconds_to_decode(2_000_000, 32)
-        ratios.append(big / small)
-    assert statistics.median(ratios) < 3, ratios
+        ratios.append(
+            cpu_seconds_to_decode(big, 32, method) / cpu_seconds_to_decode(small, 32, method)
+        )
+    linear, quadratic = 2, 4  # the cost ratio for twice the bytes
+    assert statistics.median(ratios) < (linear + quadratic) / 2, ratios
 
 
 def test_one_2_mb_event_fed_byte_by_byte_finishes_in_seconds():
+    # About 1-2 s of CPU here, 5 s at a load of 10 on 2 cores; copying the held line at
+    # every byte (O(n^2)) would take hours. A generous deadline, not a speed goal.
+    deadline_cpu_s = 30
     wire = b"data: " + b"x" * 2_000_000 + b"\n\n"
     decoder = SSEDecoder(max_event_bytes=4_000_000)
     start = time.process_time()
     events = [e for i in range(len(wire)) for e in decoder.feed(wire[i : i + 1])]
     assert len(events) == 1 and len(events[0].data) == 2_000_000
-    assert time.process_time() - start < 10
+    assert time.process_time() - start < deadline_cpu_s
 
 
 @given(chunkings(b"data: " + b"y" * 5000 + b"\n\n", max_cuts=60))
-@settings(max_examples=30)
+@settings(max_examples=30, deadline=None)
 def test_a_big_event_cut_anywhere_arrives_whole(chunks):
     assert [len(e.data) for e in decode_all(chunks)] == [5000]
 
@@ -541,7 +774,7 @@ def httpx_sse_events(chunks: list[bytes]) -> list[list[str]]:
 
 
 @given(plain_streams().flatmap(lambda data: chunkings(data)))
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_the_decoder_agrees_with_httpx_sse_where_httpx_sse_follows_the_spec(chunks):
     assert triples(decode_all(chunks)) == httpx_sse_events(chunks)
 

@@ -84,3 +84,19 @@ def test_no_committed_output_names_a_path_host_or_port_of_the_machine_that_ran_i
         f"{where}: {trace}" for where, text in _texts(notebook) for trace in machine_traces(text)
     ]
     assert not problems, f"{path.relative_to(ROOT)}:\n" + "\n".join(sorted(set(problems)))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_committed_cell_keeps_one_printed_stream_in_several_pieces(path):
+    # How a kernel splits printed text depends on when it flushes: stored whole, a re-run
+    # of an unchanged notebook changes nothing (tools/execute_notebooks.py joins them).
+    notebook = nbformat.read(path, as_version=4)
+    split = [
+        f"cell {index}: {earlier.name}"
+        for index, cell in enumerate(notebook.cells)
+        for earlier, later in zip(
+            cell.get("outputs", []), cell.get("outputs", [])[1:], strict=False
+        )
+        if earlier.output_type == later.output_type == "stream" and earlier.name == later.name
+    ]
+    assert not split, f"{path.relative_to(ROOT)}: re-run tools/execute_notebooks.py on it: {split}"

@@ -5,7 +5,9 @@ One rule: nothing under ``lessonkit/core/`` imports ``lessonkit.lab``,
 thread, event-loop or clock library. The edges import the core, never the
 reverse. Two more keep the edges apart: ``lessonkit/serve/`` never imports
 ``lessonkit.lab`` or ``lessonkit.grading``, and ``lessonkit/lab/`` never imports
-``lessonkit.grading``.
+``lessonkit.grading``. The course's Jupyter server extensions (in serve/) run inside
+every learner's Jupyter server: they import only the standard library, the Jupyter
+server's own libraries and httpx, and never the course server's starlette or uvicorn.
 
 Each module's imports are read from its source (so a clock imported inside a
 function counts too), and each core module is also imported in a fresh
@@ -52,6 +54,17 @@ FORBIDDEN_IN_CORE = {
 }
 FORBIDDEN_IN_SERVE = {"lessonkit.lab", "lessonkit.grading"}
 FORBIDDEN_IN_LAB = {"lessonkit.grading"}
+# What runs in the Jupyter server (jupyter_server_config.d enables the two extensions).
+IN_THE_JUPYTER_SERVER = ["jupyter_route", "jupyter_culling", "demo_socket"]
+ALLOWED_IN_THE_JUPYTER_SERVER = {
+    "tornado",
+    "jupyter_server",
+    "jupyter_core",
+    "traitlets",
+    "httpx",
+    "lessonkit.serve",
+    "lessonkit.serve.demo_socket",
+}
 
 
 def _modules_under(folder: str) -> list[Path]:
@@ -126,3 +139,27 @@ def test_the_rule_catches_an_edge_imported_by_name(tmp_path):
         "lessonkit.lab.views",
         "lessonkit.serve",
     ]
+
+
+@pytest.mark.parametrize("name", IN_THE_JUPYTER_SERVER)
+def test_the_jupyter_server_extensions_import_only_the_servers_own_libraries(name):
+    path = PACKAGE / "serve" / f"{name}.py"
+    names = {n for n in _imports_of(path) if n.split(".")[0] not in sys.stdlib_module_names}
+    others = sorted(
+        n
+        for n in names
+        if not any(n == a or n.startswith(a + ".") for a in ALLOWED_IN_THE_JUPYTER_SERVER)
+    )
+    assert others == [], f"{_id(path)} imports {others}; it runs in every learner's Jupyter server"
+
+
+def test_loading_the_jupyter_server_extensions_loads_no_course_server_or_widget_library():
+    code = (
+        "import sys, json\n"
+        + "".join(f"import lessonkit.serve.{name}\n" for name in IN_THE_JUPYTER_SERVER)
+        + "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout))
+    heavy = {"starlette", "uvicorn", "matplotlib", "ipywidgets", "anywidget", "lessonkit.core"}
+    assert _breaks(loaded, heavy) == []

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import httpx
+import processes
 
 ROOT = Path(__file__).resolve().parents[2]
 START_HERE = "lab/tree/notebooks/00_start_here.ipynb"
@@ -51,13 +52,13 @@ def test_make_lab_prints_and_opens_the_url_of_the_start_notebook(tmp_path):
     )
     log = tmp_path / "make.log"
     with log.open("wb") as out:
-        process = subprocess.Popen(
+        process = processes.start(
             ["make", "--no-print-directory", "lab", f"PORT={port}"],
             cwd=ROOT,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, stopped as one below
+            new_session=True,  # its own process group, stopped as one below
         )
     try:
         printed = _wait_for(

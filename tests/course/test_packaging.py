@@ -1,21 +1,24 @@
 """The course installs the same way everywhere: pip, make, conda, Binder and a JupyterHub image.
 
 pyproject.toml is the source: its [project] dependencies are what the notebooks and
-lessonkit import (plus jupyter-server-proxy, which the Jupyter server loads for the
-browser demo); the dev extra holds the test and lint tools. environment.yml repeats
-the runtime set under conda-forge names for repo2docker, and postBuild installs the
-course, whose wheel carries the JupyterLab settings.
+lessonkit import; the dev extra holds the test and lint tools. environment.yml repeats
+the runtime set under conda-forge names for repo2docker, plus the instructor's tools
+(nbval, to validate the course in the image learners use), and postBuild installs the
+course, whose wheel carries the JupyterLab settings and the Jupyter server settings
+(the browser demo's route, idle kernels culled). A real `pip install .` from a copy of
+the repository leaves that copy as it was.
 """
 
 from __future__ import annotations
 
 import ast
-import fnmatch
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -28,6 +31,17 @@ from packaging.specifiers import SpecifierSet
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SETTINGS_FILE = "streaming-course.json"
+# Where the wheel puts the course's two Jupyter settings files, under the environment's prefix.
+SHARED_DATA = {
+    f"jupyter/overrides.d/{SETTINGS_FILE}": f"share/jupyter/lab/settings/overrides.d/{SETTINGS_FILE}",
+    f"jupyter/jupyter_server_config.d/{SETTINGS_FILE}": (
+        f"etc/jupyter/jupyter_server_config.d/{SETTINGS_FILE}"
+    ),
+}
+# The course's Jupyter server extensions (lessonkit/serve/): the demo's route, the culling.
+EXTENSIONS = ("jupyter_route", "jupyter_culling")
+# Besides what learners need: what an instructor runs in the image learners use.
+INSTRUCTOR_TOOLS = {"nbval"}
 
 # PyPI name -> conda-forge name, where they differ. On conda-forge `playwright` is the
 # Node.js package; the Python bindings are `playwright-python`.
@@ -75,10 +89,16 @@ def conda_forge_name(pypi_name: str) -> str:
 # --- environment.yml -------------------------------------------------------------------------
 
 
-def test_environment_yml_lists_the_runtime_dependencies_under_conda_forge_names():
-    expected = {conda_forge_name(name): spec for name, spec in _runtime().items()}
+def test_environment_yml_lists_the_runtime_dependencies_and_instructor_tools_under_conda_forge_names():
+    wanted = {**_runtime(), **{name: _dev()[name] for name in INSTRUCTOR_TOOLS}}
+    expected = {conda_forge_name(name): spec for name, spec in wanted.items()}
     assert _conda_requirements() == expected
     assert _environment()["channels"] == ["conda-forge"]
+
+
+def test_an_instructor_can_validate_the_course_in_the_learners_image():
+    assert "nbval" in _conda_requirements()
+    assert "pytest --nbval notebooks solutions" in (ROOT / "environment.yml").read_text()
 
 
 def test_environment_yml_names_no_conda_forge_package_that_is_not_the_python_one():
@@ -197,29 +217,78 @@ def test_the_lesson_05_sdk_is_a_runtime_dependency():
     assert "openai" in _runtime() and "openai" not in _dev()
 
 
-def test_the_package_ships_every_file_lessonkit_loads():
-    patterns = PYPROJECT["tool"]["setuptools"]["package-data"]["lessonkit"]
-    package = ROOT / "lessonkit"
-    data_files = [
-        p.relative_to(package).as_posix()
-        for p in package.rglob("*")
-        if p.is_file() and p.suffix in (".js", ".css", ".json")
-    ]
-    assert "lab/browser_demo.js" in data_files
-    for name in data_files:
-        assert any(fnmatch.fnmatch(name, pattern) for pattern in patterns), (
-            f"lessonkit/{name} is missing from a `pip install .` (package-data: {patterns})"
-        )
+def test_the_course_does_not_install_jupyter_server_proxy():
+    # Its /proxy/<port> routes reach every loopback port of a shared hub; no setting
+    # turns them off. The course's own route (lessonkit.serve.jupyter_route) replaces it.
+    assert "jupyter-server-proxy" not in {**_runtime(), **_dev()}
+    assert "jupyter-server-proxy" not in _conda_requirements()
+
+
+# --- a real `pip install .`, as postBuild and a hub image run it ----------------------------
+
+
+def _files_under(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir()}
+
+
+@pytest.fixture(scope="module")
+def pip_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, set]]:
+    """A copy of the repository (its tracked files), `pip install .`-ed into a fresh venv.
+
+    Returns (copy, venv, the copy's files before the install).
+    """
+    scratch = tmp_path_factory.mktemp("pip-install")
+    copy, venv = scratch / "course", scratch / "venv"
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    before = _files_under(copy)
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=300)
+    install = subprocess.run(
+        [venv / "bin" / "python", "-m", "pip", "install", "--no-deps", "--no-cache-dir", "."],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    yield copy, venv, before
+
+
+def test_pip_install_leaves_no_build_folder_or_egg_info_in_the_course_folder(pip_installed):
+    copy, _venv, before = pip_installed
+    assert _files_under(copy) == before
+    assert not list(copy.glob("build")) and not list(copy.glob("*.egg-info"))
+
+
+def test_pip_install_puts_the_jupyter_settings_where_jupyter_reads_them(pip_installed):
+    copy, venv, _before = pip_installed
+    for source, target in SHARED_DATA.items():
+        assert json.loads((venv / target).read_text()) == json.loads((copy / source).read_text())
+
+
+def test_pip_install_ships_every_file_of_lessonkit(pip_installed):
+    copy, venv, before = pip_installed
+    (site,) = venv.glob("lib/python3*/site-packages")
+    shipped = {n for n in before if n.startswith("lessonkit/") and "__pycache__" not in n}
+    assert "lessonkit/lab/browser_demo.js" in shipped
+    missing = sorted(n for n in shipped if not (site / n).is_file())
+    assert not missing, f"not in the installed package: {missing}"
+
+
+def test_the_wheel_maps_each_settings_file_to_its_jupyter_folder():
+    shared = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["shared-data"]
+    assert shared == SHARED_DATA
 
 
 # --- JupyterLab settings and the server extension, in this environment ----------------------
-
-
-def test_the_wheel_carries_the_course_settings_to_jupyterlabs_overrides_d():
-    data_files = PYPROJECT["tool"]["setuptools"]["data-files"]
-    assert data_files == {
-        "share/jupyter/lab/settings/overrides.d": [f"jupyter/overrides.d/{SETTINGS_FILE}"]
-    }
 
 
 def test_jupyterlab_reads_the_course_settings_in_this_environment(tmp_path):
@@ -241,7 +310,7 @@ def test_jupyterlab_reads_the_course_settings_in_this_environment(tmp_path):
     assert defaults["checkForUpdates"]["default"] is False
 
 
-def test_jupyter_server_proxy_is_enabled_for_this_environments_jupyter_server():
+def _server_extensions() -> str:
     # `jupyter server extension list` reads the same switches the server does at start.
     listing = subprocess.run(
         [Path(sys.executable).with_name("jupyter"), "server", "extension", "list"],
@@ -250,8 +319,29 @@ def test_jupyter_server_proxy_is_enabled_for_this_environments_jupyter_server():
         timeout=120,
         check=True,
     )
-    text = re.sub(r"\x1b\[[0-9;]*m", "", listing.stdout + listing.stderr)
-    assert re.search(r"jupyter_server_proxy enabled", text), text
+    return re.sub(r"\x1b\[[0-9;]*m", "", listing.stdout + listing.stderr)
+
+
+def test_the_shipped_server_settings_enable_the_course_extensions_and_nothing_else():
+    shipped = json.loads((ROOT / "jupyter" / "jupyter_server_config.d" / SETTINGS_FILE).read_text())
+    # Jupyter reads only the list of extensions from these folders (the culling times
+    # are set by lessonkit.serve.jupyter_culling itself).
+    assert shipped == {
+        "ServerApp": {"jpserver_extensions": {f"lessonkit.serve.{n}": True for n in EXTENSIONS}}
+    }
+
+
+def test_the_course_extensions_are_enabled_and_no_proxy_for_this_environments_jupyter_server():
+    text = _server_extensions()
+    for name in EXTENSIONS:
+        assert re.search(rf"lessonkit\.serve\.{name} enabled", text), text
+        assert f"lessonkit.serve.{name}  OK" in text, text
+    assert "jupyter_server_proxy" not in text, (
+        "jupyter-server-proxy is installed in this environment (an older course needed it); "
+        "its /proxy/<port> routes reach every loopback port: "
+        f"{Path(sys.executable).parent}/python -m pip uninstall jupyter-server-proxy, "
+        "or `make clean setup`"
+    )
 
 
 # --- the command line and CI -------------------------------------------------------------------
@@ -277,5 +367,7 @@ def test_ci_script_runs_the_readme_test_command():
 @pytest.mark.parametrize("target", ["browser", "hub"])
 def test_make_test_runs_each_playwright_suite_in_its_own_pytest_process(target):
     makefile = (ROOT / "Makefile").read_text()
-    assert re.search(rf"^test:.*\b{target}\b", makefile, re.MULTILINE)
+    assert re.search(rf"^TEST_STAGES :=.*\b{target}\b", makefile, re.MULTILINE)
+    recipe = re.search(r"^test:\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
+    assert "tools/run_stages.py" in recipe and "$(TEST_STAGES)" in recipe  # one `make` each
     assert re.search(rf"^{target}:.*\n\t\$\(BIN\)/pytest tests/{target}\b", makefile, re.MULTILINE)

@@ -20,12 +20,19 @@ from lessonkit.grading import ex4_read_anthropic as ex4
 from lessonkit.grading import ex5_resume as ex5
 from lessonkit.grading import ex6_parse_sse as ex6
 from lessonkit.grading.codec import to_jsonable
-from lessonkit.grading.engine import call_in_process, evaluate, evaluate_value
+from lessonkit.grading.engine import (
+    Answers,
+    Mode,
+    evaluate,
+    evaluate_answers,
+    in_process,
+)
 from lessonkit.grading.exercises import EXERCISES
+from lessonkit.grading.feedback import report_text
 from lessonkit.grading.notebook import GRADING_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
-FUNCTION_IDS = [e for e in EXERCISES if EXERCISES[e].kind == "function"]
+FUNCTION_IDS = [e for e in EXERCISES if not isinstance(EXERCISES[e], Answers)]
 REFERENCES = {
     "response_times": ex1.reference,
     "read_stream": ex2.reference,
@@ -52,8 +59,8 @@ def _namespace_of(folder: str, notebook: str, monkeypatch) -> dict:
     monkeypatch.setenv(GRADING_ENV, "1")
     nb = nbformat.read(ROOT / folder / notebook, as_version=4)
     cells = [c.source for c in nb.cells if c.cell_type == "code"]
-    functions = [e for e in EXERCISES if EXERCISES[e].kind == "function"]
-    values = [e for e in EXERCISES if EXERCISES[e].kind == "value"]
+    functions = [e for e in EXERCISES if not isinstance(EXERCISES[e], Answers)]
+    values = [e for e in EXERCISES if isinstance(EXERCISES[e], Answers)]
     found, errors, stopped = child.run_cells(cells, functions, values, 20)
     assert not stopped
     return found
@@ -89,7 +96,7 @@ def solved(exercise_id: str):
 
 
 def _graded(exercise_id: str, fn) -> engine.Report:
-    return evaluate(EXERCISES[exercise_id], lambda case: call_in_process(fn, case), hidden=True)
+    return evaluate(EXERCISES[exercise_id], in_process(fn), Mode(hidden=True))
 
 
 def _failed_rules(report: engine.Report) -> set[str]:
@@ -104,11 +111,11 @@ def _failed_rules(report: engine.Report) -> set[str]:
 def test_each_solution_notebook_passes_every_check_public_and_hidden(exercise_id, monkeypatch):
     found = _namespace_of("solutions", _notebook_for(exercise_id), monkeypatch)
     exercise = EXERCISES[exercise_id]
-    if exercise.kind == "value":
-        report = evaluate_value(exercise, to_jsonable(found[exercise_id]), hidden=True)
+    if isinstance(exercise, Answers):
+        report = evaluate_answers(exercise, to_jsonable(found[exercise_id]), Mode(hidden=True))
     else:
         report = _graded(exercise_id, found[exercise_id])
-    assert report.passed, report.text()
+    assert report.passed, report_text(report)
     assert report.score == exercise.points
 
 
@@ -116,12 +123,12 @@ def test_each_solution_notebook_passes_every_check_public_and_hidden(exercise_id
 def test_each_generated_stub_is_not_attempted_and_scores_zero(exercise_id, monkeypatch):
     found = _namespace_of("exercises", _notebook_for(exercise_id), monkeypatch)
     exercise = EXERCISES[exercise_id]
-    if exercise.kind == "value":
-        report = evaluate_value(exercise, to_jsonable(found[exercise_id]), hidden=True)
+    if isinstance(exercise, Answers):
+        report = evaluate_answers(exercise, to_jsonable(found[exercise_id]), Mode(hidden=True))
     else:
         report = _graded(exercise_id, found[exercise_id])
     assert report.not_attempted and report.score == 0
-    assert "not attempted yet" in report.text()
+    assert "not attempted yet" in report_text(report)
 
 
 def test_check_on_a_stub_reports_not_attempted_without_raising(capsys):
@@ -136,7 +143,7 @@ def test_check_on_a_stub_reports_not_attempted_without_raising(capsys):
 def test_the_reference_answers_pass_their_own_checks():
     for exercise_id in FUNCTION_IDS:
         report = _graded(exercise_id, REFERENCES[exercise_id])
-        assert report.passed, report.text()
+        assert report.passed, report_text(report)
 
 
 # ---------------------------------------------------------------------------
@@ -192,9 +199,7 @@ def test_each_common_read_stream_mistake_fails_the_rule_named_for_it(bug, rule):
 
 
 def test_feedback_shows_the_smallest_failing_chunk_list_with_expected_and_got():
-    report = evaluate(
-        EXERCISES["read_stream"], lambda case: call_in_process(_reader(per_chunk=True), case)
-    )
+    report = evaluate(EXERCISES["read_stream"], in_process(_reader(per_chunk=True)))
     finding = next(
         f for f in report.findings if f.rule == "a character split across chunks survives"
     )
@@ -206,19 +211,15 @@ def test_feedback_shows_the_smallest_failing_chunk_list_with_expected_and_got():
 
 
 def test_feedback_names_the_learners_line_that_raised():
-    report = evaluate(
-        EXERCISES["read_stream"], lambda case: call_in_process(_reader(loads_done=True), case)
-    )
-    assert "at: line" in report.text() and "json.loads(data)" in report.text()
+    report = evaluate(EXERCISES["read_stream"], in_process(_reader(loads_done=True)))
+    assert "at: line" in report_text(report) and "json.loads(data)" in report_text(report)
 
 
 def test_public_feedback_counts_public_checks_and_promises_more_at_grading():
-    report = evaluate(
-        EXERCISES["read_stream"], lambda case: call_in_process(_reader(use_if=True), case)
-    )
+    report = evaluate(EXERCISES["read_stream"], in_process(_reader(use_if=True)))
     public = len([r for r in EXERCISES["read_stream"].rules if not r.hidden])
-    assert re.search(rf"public checks \d+/{public} pass", report.text())
-    assert "hidden checks at grading carry 4 points more" in report.text()
+    assert re.search(rf"public checks \d+/{public} pass", report_text(report))
+    assert "hidden checks at grading carry 4 points more" in report_text(report)
     assert not any(f.hidden for f in report.findings)
 
 
@@ -239,7 +240,7 @@ def test_hidden_failures_name_the_rule_but_never_show_the_input():
 
     report = _graded("read_stream", read_stream)
     assert _failed_rules(report) == {"characters from other scripts, split anywhere"}
-    text = report.text()
+    text = report_text(report)
     assert "[hidden] characters from other scripts" in text
     assert "its input is not shown" in text
     assert "日本" not in text and "chunks =" not in text
@@ -247,10 +248,9 @@ def test_hidden_failures_name_the_rule_but_never_show_the_input():
 
 def test_feedback_text_is_the_same_on_every_run():
     runs = [
-        evaluate(EXERCISES["read_stream"], lambda c: call_in_process(_reader(per_chunk=True), c))
-        for _ in range(2)
+        evaluate(EXERCISES["read_stream"], in_process(_reader(per_chunk=True))) for _ in range(2)
     ]
-    assert runs[0].text() == runs[1].text()
+    assert report_text(runs[0]) == report_text(runs[1])
 
 
 def test_differently_written_correct_readers_are_accepted():
@@ -274,7 +274,7 @@ def test_differently_written_correct_readers_are_accepted():
 
 def test_a_wrong_return_shape_is_explained():
     report = _graded("read_stream", lambda chunks: ex2.reference(chunks)[0])
-    assert "read_stream must return a tuple (text, complete)" in report.text()
+    assert "read_stream must return a tuple (text, complete)" in report_text(report)
 
 
 # ---------------------------------------------------------------------------
@@ -322,24 +322,24 @@ def test_response_times_written_with_floats_and_extra_keys_is_accepted():
 
 def test_a_wrong_drop_prediction_fails_only_that_prediction():
     answers = ex3.reference() | {"drop40_text": "Your caf"}
-    report = evaluate_value(EXERCISES["now_change_it"], to_jsonable(answers), hidden=True)
+    report = evaluate_answers(EXERCISES["now_change_it"], to_jsonable(answers), Mode(hidden=True))
     assert _failed_rules(report) == {"experiment 3, prediction: the text after a drop at 40 bytes"}
 
 
 def test_predictions_accept_lowercase_letters_and_quoted_text_but_never_reveal_answers():
     answers = ex3.reference() | {"decode_why": " b) ", "drop40_text": "'Your'"}
-    assert evaluate_value(EXERCISES["now_change_it"], to_jsonable(answers)).passed
+    assert evaluate_answers(EXERCISES["now_change_it"], to_jsonable(answers)).passed
     wrong = answers | {"if_why": "C", "decode_1000_text": "Your caf"}
-    text = evaluate_value(EXERCISES["now_change_it"], to_jsonable(wrong)).text()
+    text = report_text(evaluate_answers(EXERCISES["now_change_it"], to_jsonable(wrong)))
     assert "not shown" in text and "Your café order ships." not in text
 
 
 def test_half_answered_predictions_score_their_share():
     answers = ex3.reference()
     half = {k: (v if k.startswith("decode") else ...) for k, v in answers.items()}
-    report = evaluate_value(EXERCISES["now_change_it"], to_jsonable(half))
+    report = evaluate_answers(EXERCISES["now_change_it"], to_jsonable(half))
     assert report.passed_rules == 3 and not report.not_attempted
-    assert "no answer yet" in report.text()
+    assert "no answer yet" in report_text(report)
 
 
 # ---------------------------------------------------------------------------
@@ -518,7 +518,7 @@ def test_a_function_that_patches_the_library_in_its_process_cannot_change_the_ve
 
 def test_the_notebook_display_has_html_and_the_same_plain_text():
     result = check("read_stream", _reader(use_if=True), show=False)
-    html_text = feedback.feedback_html(result)
+    html_text = feedback.feedback_html(result.feedback, result.report)
     assert "several events in one chunk" in html_text and "<details>" in html_text
 
 
@@ -698,9 +698,7 @@ def test_every_case_of_the_empty_chunk_rule_holds_an_empty_chunk():
 
 
 def test_a_reader_that_stops_at_an_empty_chunk_fails_the_empty_chunk_rule_showing_an_empty_chunk():
-    report = evaluate(
-        EXERCISES["read_stream"], lambda case: call_in_process(_stops_at_empty_chunk, case)
-    )
+    report = evaluate(EXERCISES["read_stream"], in_process(_stops_at_empty_chunk))
     failed = [f for f in report.findings if not f.passed]
     # random cuts hold empty reads too, so the long-answer rule fails with it
     assert [f.rule for f in failed] == [EMPTY_RULE, "long answers cut at random points"]
@@ -758,21 +756,21 @@ def test_a_check_result_shown_again_in_a_later_cell_shows_its_feedback(monkeypat
 
 
 def _public(exercise_id: str, fn) -> engine.Report:
-    return evaluate(EXERCISES[exercise_id], lambda case: call_in_process(fn, case))
+    return evaluate(EXERCISES[exercise_id], in_process(fn))
 
 
 def _first_hint(report: engine.Report) -> str:
-    text = report.text()
+    text = report_text(report)
     block = text[text.index("FAILED") :]
     return next(line for line in block.splitlines() if line.startswith("  hint"))
 
 
-def test_feedback_shows_the_first_failing_rule_in_full_and_only_names_the_others():
-    text = _public("read_stream", _reader(use_if=True)).text()
+def test_feedback_shows_the_root_bugs_rule_in_full_and_only_names_the_others():
+    text = report_text(_public("read_stream", _reader(use_if=True)))
     assert text.count("FAILED") == 1 and text.count("  hint") == 1
-    assert "FAILED  the whole stream in one chunk" in text
+    assert "FAILED  several events in one chunk are all handled" in text
     also = text[text.index(feedback.ALSO_SAME) :]
-    assert "  - several events in one chunk are all handled" in also
+    assert "  - the whole stream in one chunk" in also
     assert "ok  a dropped connection keeps the text so far" in text
     assert re.search(r"public checks 2/\d+ pass", text)
 
@@ -792,24 +790,24 @@ def test_only_failures_diagnosed_as_the_same_mistake_are_said_to_share_its_cause
         return text, complete
 
     report = _public("read_stream", two_bugs)
-    text = report.text()
+    text = report_text(report)
     same = text[text.index(feedback.ALSO_SAME) : text.index(feedback.ALSO_FAILING)]
     other = text[text.index(feedback.ALSO_FAILING) :]
-    assert "FAILED  the whole stream in one chunk" in text and "is a comment" in text
-    assert "heartbeat comments (': ping') are skipped" in same
+    assert "FAILED  heartbeat comments (': ping') are skipped" in text and "is a comment" in text
+    assert "the whole stream in one chunk" in same
     assert "a character split across chunks survives" in other
     assert "a character split across chunks survives" not in same
 
 
 def test_graded_feedback_is_as_focused_as_the_notebook_check():
-    text = _graded("read_stream", _reader(no_comments=True)).text()
-    assert text.count("FAILED") == 1 and feedback.ALSO_FAILING in text
+    text = report_text(_graded("read_stream", _reader(no_comments=True)))
+    assert text.count("FAILED") == 1 and feedback.ALSO_SAME in text
     assert "checks " in text and "(public and hidden)" in text
 
 
 def test_the_notebook_html_opens_only_the_first_failing_rule():
     result = check("read_stream", _reader(replace=True), show=False)
-    html_text = feedback.feedback_html(result)
+    html_text = feedback.feedback_html(result.feedback, result.report)
     assert html_text.count("<pre") == 1 and "also failing" in html_text
 
 
@@ -942,3 +940,63 @@ def test_the_now_change_it_notebook_says_plainly_what_is_graded():
     assert "graded as you recorded" not in intro.source
     assert "What is graded is whether each answer in the dict is right" in intro.source
     assert "Nothing checks *when* you wrote it" in intro.source
+
+
+# ---------------------------------------------------------------------------
+# The root bug first (issue 22): the rule about the mistake, on the smallest input
+
+
+LINE_READER = """
+import codecs, json
+
+def read_stream(chunks):
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    buffer, text, complete = "", "", False
+    for chunk in chunks:
+        buffer += decoder.decode(chunk)
+        while "\\n" in buffer:
+            line, buffer = buffer.split("\\n", 1)
+            if line.startswith("data: "):
+                data = line[6:]
+                if data == "[DONE]":
+                    complete = True
+                else:
+                    text += json.loads(data)["delta"]
+    return text, complete
+"""
+
+
+def test_a_reader_that_parses_before_the_blank_line_is_told_so_on_a_two_piece_input():
+    report = _public("read_stream", function_from(LINE_READER, "read_stream"))
+    shown = report.shown
+    assert shown.rule == "a dropped connection keeps the text so far, with complete=False"
+    assert shown.shown_input == "chunks = [b'data: {\"delta\": ', b'\"Hi\"}\\n']"
+    assert "An event counts only once its blank line has arrived" in shown.hint
+    text = report_text(report)
+    assert "Compare the data with '[DONE]'" not in text
+    same = text[text.index(feedback.ALSO_SAME) :]
+    assert "complete only after [DONE] arrives" in same
+
+
+def test_a_function_that_never_returns_gets_the_hint_about_loops_not_the_formula():
+    def response_times(prefill_ms, per_token_ms, n_tokens):
+        while True:
+            pass
+
+    result = check("response_times", response_times, show=False, limit_s=1)
+    assert "hint      Your function did not return: look for a loop that never ends" in (
+        result.feedback
+    )
+    assert "prefill" not in result.feedback.split("hint", 1)[1].split("\n")[0]
+
+
+def test_a_wrong_type_gets_the_hint_about_the_type():
+    report = _public("read_stream", lambda chunks: "text")
+    assert report.shown.hint.startswith("Return a tuple of 2: `return text, complete`")
+
+
+def test_no_for_a_yes_no_flag_is_told_to_answer_true_or_false():
+    answers = ex3.reference() | {"if_1000_complete": "no"}
+    answers = {k: (v if isinstance(v, bool) else str(v)) for k, v in answers.items()}
+    text = report_text(evaluate_answers(EXERCISES["now_change_it"], to_jsonable(answers)))
+    assert "answer True or False" in text

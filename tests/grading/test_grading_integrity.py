@@ -1,33 +1,43 @@
-"""The course's own answers: check() and grading see what the learner's function really calls.
+"""The course's own answers: check() and grading see what the learner's function really uses.
 
-The notebook's check records, in its forked copy of the kernel, every call
-the learner's function makes into the course's answers (the readers of
-lessonkit.sse / client / dialects, the timing model, the checker's reference
-answers) and says "write your own ..." instead of passing; each exercise
-states what it may use (exercise 4 may use lessonkit.sse).
+check() records, in the process that runs the learner's function (its worker,
+or the kernel itself with the in-process runner), every call the function
+makes into the course's answers (the readers of lessonkit.sse / client /
+dialects, the timing model, the checker's reference answers and cases), and
+reads the function for pasted code and held data; it says "write your own
+..." instead of passing. Each exercise states what it may use (exercise 4 may
+use lessonkit.sse).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
+import pytest
 from classroom import LESSON_READER, function_from
 
 from lessonkit.core import client, sse
 from lessonkit.grading import check, engine, integrity
+from lessonkit.grading import ex3_now_change_it as ex3
 from lessonkit.grading.exercises import EXERCISES
+from lessonkit.grading.feedback import report_text
+from lessonkit.grading.runners import in_this_process, in_worker
+
+RUNNERS = pytest.mark.parametrize("runner", [in_worker, in_this_process], ids=["worker", "here"])
 
 _lesson_reader_by_hand = function_from(LESSON_READER, "read_stream")
 
 
-def test_a_reader_that_calls_the_course_client_is_told_to_write_its_own_and_scores_0():
+@RUNNERS
+def test_a_reader_that_calls_the_course_client_is_told_to_write_its_own_and_scores_0(runner):
     from lessonkit.client import read_stream as course_read_stream
 
     def read_stream(chunks):
         reply = course_read_stream(chunks, "lesson")
         return reply.text, reply.complete
 
-    result = check("read_stream", read_stream, show=False)
+    result = check("read_stream", read_stream, show=False, runner=runner)
     assert (result.passed, result.score) == (False, 0.0)
     assert result.feedback.startswith(
         "read_stream: write your own reader; lessonkit.client.read_stream is the course's answer."
@@ -71,7 +81,8 @@ def test_exercise_4_may_use_lessonkit_sse_but_exercise_2_may_not():
     )
 
 
-def test_answers_looked_up_in_the_checkers_cases_while_running_are_caught():
+@RUNNERS
+def test_answers_looked_up_in_the_checkers_cases_while_running_are_caught(runner):
     def parse_sse(chunks):
         from lessonkit.grading.ex6_parse_sse import conformance_cases
 
@@ -81,7 +92,7 @@ def test_answers_looked_up_in_the_checkers_cases_while_running_are_caught():
                 return case["events"]
         return []
 
-    result = check("parse_sse", parse_sse, show=False)
+    result = check("parse_sse", parse_sse, show=False, runner=runner)
     assert "lessonkit.grading.ex6_parse_sse.conformance_cases is the course's answer" in (
         result.feedback
     )
@@ -103,37 +114,37 @@ def test_a_pasted_copy_of_the_course_source_is_caught_by_its_code():
     )
 
 
-def test_reloading_the_course_module_to_hide_the_calls_is_caught():
+def test_reloading_the_course_module_to_hide_the_calls_is_still_caught():
     def read_stream(chunks):
         import importlib
 
-        fresh = importlib.reload(client)  # a fresh, unwatched copy of the module
+        fresh = importlib.reload(client)  # a fresh copy of the module: the same file runs
         reply = fresh.read_stream(chunks, "lesson")
         return reply.text, reply.complete
 
     result = check("read_stream", read_stream, show=False)
-    assert result.score == 0 and "lessonkit.client (executed again)" in result.feedback
+    assert result.score == 0 and "lessonkit.client.read_stream is the course's answer" in (
+        result.feedback
+    )
 
 
-def test_an_honest_reader_is_not_flagged_and_the_kernels_lessonkit_stays_untouched():
-    original = client.read_stream.__code__
-    result = check("read_stream", _lesson_reader_by_hand, show=False)
+@RUNNERS
+def test_an_honest_reader_is_not_flagged_and_the_kernels_lessonkit_stays_untouched(runner):
+    original, tracer = client.read_stream.__code__, sys.gettrace()
+    result = check("read_stream", _lesson_reader_by_hand, show=False, runner=runner)
     assert result.passed and "course's answer" not in result.feedback
-    assert client.read_stream.__code__ is original and not integrity.installed()
+    assert client.read_stream.__code__ is original and sys.gettrace() is tracer
 
 
 def test_the_score_of_a_report_that_uses_the_course_answer_is_0_unless_allowed():
     exercise = EXERCISES["read_stream"]
-
-    def run(case):
-        return engine.call_in_process(_lesson_reader_by_hand, case)
-
+    run = engine.in_process(_lesson_reader_by_hand)
     used = ["lessonkit.client.read_stream"]
     barred = engine.evaluate(exercise, run, used=used)
-    allowed = engine.evaluate(exercise, run, used=used, allow_lessonkit=True)
+    allowed = engine.evaluate(exercise, run, engine.Mode(allow_lessonkit=True), used=used)
     assert (barred.score, barred.earned, barred.integrity) == (0.0, 26.0, tuple(used))
     assert (allowed.score, allowed.allowed_use) == (26.0, tuple(used))
-    assert "accepted by --allow-lessonkit" in allowed.text()
+    assert "accepted by --allow-lessonkit" in report_text(allowed)
 
 
 def test_every_exercise_states_what_it_may_use_in_its_module():
@@ -145,3 +156,56 @@ def test_every_exercise_states_what_it_may_use_in_its_module():
         "resume": (),
         "parse_sse": (),
     }
+
+
+# ---------------------------------------------------------------------------
+# Answers held as data: exercise 3's key in the dict, exercise 6's cases in a table
+
+
+def test_predictions_filled_from_the_checkers_answer_key_are_flagged_and_score_0():
+    now_change_it = ex3.reference()  # the whole key, as a learner's cell could write it
+    result = check("now_change_it", now_change_it, show=False)
+    assert result.score == 0 and not result.passed
+    assert "lessonkit.grading.ex3_now_change_it.reference is the course's answer" in (
+        result.feedback
+    )
+
+
+def test_one_prediction_copied_from_the_answer_key_is_flagged_too():
+    now_change_it = {key: "..." for key in ex3.reference()}
+    now_change_it["drop40_text"] = ex3.reference()["drop40_text"]
+    assert "is the course's answer" in check("now_change_it", now_change_it, show=False).feedback
+
+
+def test_honest_predictions_equal_to_the_key_are_not_flagged():
+    typed = {k: (v if isinstance(v, bool) else str(v)) for k, v in ex3.reference().items()}
+    assert not any(isinstance(v, ex3.KeyText) for v in typed.values())
+    result = check("now_change_it", typed, show=False)
+    assert result.passed and result.score == 15
+
+
+@RUNNERS
+def test_a_lookup_table_of_the_conformance_cases_built_outside_the_function_is_flagged(runner):
+    from lessonkit.grading.ex6_parse_sse import conformance_cases
+
+    table = {case["input"]: case["events"] for case in conformance_cases()}  # a cell's table
+
+    def parse_sse(chunks):
+        return [tuple(e) for e in table.get(b"".join(chunks), [])]
+
+    result = check("parse_sse", parse_sse, show=False, runner=runner)
+    assert result.score == 0
+    assert "lessonkit.grading.ex6_parse_sse.conformance_cases is the course's answer" in (
+        result.feedback
+    )
+
+
+def test_copies_finds_the_cases_held_in_a_global_and_nothing_in_an_honest_parser():
+    from lessonkit.grading.ex6_parse_sse import conformance_cases
+
+    namespace = {"TABLE": [(c["input"], c["events"]) for c in conformance_cases()]}
+    exec("def parse_sse(chunks):\n    return dict(TABLE).get(b''.join(chunks), [])", namespace)
+    assert integrity.copies(namespace["parse_sse"]) == [
+        "lessonkit.grading.ex6_parse_sse.conformance_cases"
+    ]
+    assert integrity.copies(_lesson_reader_by_hand) == []

@@ -17,9 +17,9 @@ import pytest
 from lessonkit.grading import check
 from lessonkit.grading import ex3_now_change_it as ex3
 from lessonkit.grading.codec import to_jsonable
-from lessonkit.grading.engine import call_in_process, evaluate, evaluate_value
+from lessonkit.grading.engine import Mode, evaluate, evaluate_answers, in_process
 from lessonkit.grading.exercises import EXERCISES
-from lessonkit.grading.feedback import points_table
+from lessonkit.grading.feedback import points_table, report_text
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_POINTS = {
@@ -99,9 +99,7 @@ def test_one_wrong_key_fails_only_its_own_rules_with_the_hint_for_that_mistake(k
         right = {"streaming_first_ms": p + t, "blocking_first_ms": p + n * t, "total_ms": p + n * t}
         return {**right, key: wrong(p, t, n)}
 
-    report = evaluate(
-        EXERCISES["response_times"], lambda c: call_in_process(response_times, c), hidden=True
-    )
+    report = evaluate(EXERCISES["response_times"], in_process(response_times), Mode(hidden=True))
     cause = {"streaming_first_ms": "first", "total_ms": "total", "blocking_first_ms": "blocking"}
     own = {
         rule.name
@@ -120,7 +118,7 @@ def test_one_wrong_key_fails_only_its_own_rules_with_the_hint_for_that_mistake(k
 
 def _graded_answers(**changes) -> str:
     answers = ex3.reference() | changes
-    return evaluate_value(EXERCISES["now_change_it"], to_jsonable(answers), hidden=True)
+    return evaluate_answers(EXERCISES["now_change_it"], to_jsonable(answers), Mode(hidden=True))
 
 
 @pytest.mark.parametrize(
@@ -168,5 +166,5 @@ def test_each_wrong_option_of_each_explanation_has_its_own_hint():
 
 
 def test_independent_questions_never_say_they_share_a_cause():
-    text = _graded_answers(decode_why="A", if_why="C", drop40_why="D").text()
+    text = report_text(_graded_answers(decode_why="A", if_why="C", drop40_why="D"))
     assert "also failing:" in text and "same reason" not in text

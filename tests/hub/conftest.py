@@ -23,19 +23,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 from hubdriver import (
     ARTIFACTS,
-    COURSE_FOLDER,
     PUBLIC_HOST,
     Hub,
     HubSpec,
     RemotePage,
     chromium_args,
+    course_files,
     prepare_home,
 )
-from labdriver import REPO_ROOT, launch_chromium
+from labdriver import launch_chromium
 
 TIMINGS = pytest.StashKey[dict[str, Any]]()
 
@@ -69,19 +68,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def timings(pytestconfig: pytest.Config) -> dict[str, Any]:
     """What the tests measured and saw, for the summary and test-artifacts/hub/timings.json."""
     return pytestconfig.stash[TIMINGS]
-
-
-def course_files() -> dict[str, str]:
-    """The course's notebooks as a learner's home gets them, outputs cleared."""
-    files = {}
-    for path in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
-        notebook = nbformat.read(path, as_version=4)
-        for cell in notebook.cells:
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
-        notebook.metadata.pop("widgets", None)
-        files[f"{COURSE_FOLDER}/notebooks/{path.name}"] = nbformat.writes(notebook)
-    return files
 
 
 @pytest.fixture(scope="session")

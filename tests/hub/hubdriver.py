@@ -15,6 +15,8 @@ The pieces conftest.py wires into fixtures:
 * ``JupyterServer``: one user's server's REST API through the hub, with the test's token;
   it has the methods tests/support/labdriver.py calls on a server (wait_kernel_idle,
   close_sessions), so labdriver's notebook helpers work on it unchanged.
+* ``KernelClient``: runs code in one of a user's kernels over the kernel's WebSocket, as a
+  notebook tab would, without a browser (the classroom refusal test and bench/bench_class.py).
 * ``RemotePage.open(browser)``: a Playwright context (own cookies, so own user) whose page
   cannot reach 127.0.0.1, localhost or [::1]: those requests and WebSockets are aborted
   and recorded, as for a browser on another machine. Chromium is started with
@@ -25,6 +27,7 @@ Every wait polls a condition with a deadline (labdriver.wait_for).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -35,11 +38,14 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+import processes
 import psutil
 from labdriver import (
     CHROMIUM_ARGS,
@@ -189,7 +195,9 @@ class HubSpec:
     password: str = field(default_factory=lambda: "pw-" + secrets.token_hex(6))
     python: Path = Path(sys.executable)  # the course's environment: hub, servers, kernels
     default_url: str = "/lab"
-    start_timeout_s: float = 60
+    start_timeout_s: float = 300  # 5-20 s here; generous for a machine busy many times over
+    # More options for each user's Jupyter server (the bench shortens the culling times).
+    server_args: tuple[str, ...] = ()
 
 
 HUB_CONFIG = """\
@@ -216,7 +224,7 @@ c.Authenticator.allowed_users = set({users!r})
 c.JupyterHub.spawner_class = "simple"  # SimpleLocalProcessSpawner: no system users needed
 c.SimpleLocalProcessSpawner.home_dir_template = {home_template!r}
 c.Spawner.cmd = {singleuser_cmd!r}
-c.Spawner.args = ["--allow-root", "--LabApp.expose_app_in_browser=True"]
+c.Spawner.args = ["--allow-root", "--LabApp.expose_app_in_browser=True", *{server_args!r}]
 c.Spawner.default_url = {default_url!r}
 c.Spawner.environment = {spawner_env!r}
 c.Spawner.start_timeout = {start_timeout}
@@ -247,6 +255,7 @@ class Hub:
     tracker: ProcessTracker
     log_path: Path
     forced: list[str] = field(default_factory=list)  # what stop() had to signal itself
+    hub_port: int = 0  # the hub's own API port (the proxy forwards /hub/ to it)
 
     @classmethod
     def start(cls, spec: HubSpec, workdir: Path) -> Hub:
@@ -274,23 +283,25 @@ class Hub:
             spawner_env={RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1"},
             start_timeout=int(spec.start_timeout_s),
             api_token=api_token,
+            server_args=list(spec.server_args),
         )
         config_path = workdir / "jupyterhub_config.py"
         config_path.write_text(config)
         log_path = workdir / "jupyterhub.log"
         with log_path.open("wb") as log:
-            process = subprocess.Popen(
+            process = processes.start(
                 [str(spec.python), "-m", "jupyterhub", "-f", str(config_path)],
                 cwd=workdir,
                 env=_hub_environment(spec, workdir, run_id),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                new_session=True,
             )
         tracker = ProcessTracker()
         tracker.adopt_tree(process.pid)
         hub = cls(spec, workdir, process, public_port, api_token, run_id, tracker, log_path)
+        hub.hub_port = hub_port
         try:
             wait_for(hub.is_ready, timeout_s=spec.start_timeout_s, what="JupyterHub to answer")
         except BaseException:
@@ -386,6 +397,21 @@ def _hub_environment(spec: HubSpec, workdir: Path, run_id: str) -> dict[str, str
     return env
 
 
+def course_files() -> dict[str, str]:
+    """The course's notebooks as a learner's home gets them, outputs cleared."""
+    import nbformat
+
+    files = {}
+    for path in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        notebook.metadata.pop("widgets", None)
+        files[f"{COURSE_FOLDER}/notebooks/{path.name}"] = nbformat.writes(notebook)
+    return files
+
+
 def prepare_home(home: Path, files: dict[str, str]) -> None:
     """Create a user's home holding files (path relative to the home -> text)."""
     for name, text in files.items():
@@ -404,6 +430,76 @@ class JupyterServer(JupyterRest):
 
     base_url: str
     headers: dict[str, str]
+
+    def open_session(self, notebook_path: str) -> dict[str, Any]:
+        """Start a kernel for notebook_path as JupyterLab does when it opens it; return the session."""
+        body = {"path": notebook_path, "name": notebook_path.rsplit("/", 1)[-1]}
+        body |= {"type": "notebook", "kernel": {"name": "python3"}}
+        return self.api("POST", "/api/sessions", json=body).json()
+
+    @contextlib.contextmanager
+    def kernel_client(self, kernel_id: str) -> Iterator[KernelClient]:
+        """Yield a client connected to the kernel's WebSocket for the with-block."""
+        from websockets.sync.client import connect
+
+        url = self.base_url.replace("http://", "ws://", 1) + f"/api/kernels/{kernel_id}/channels"
+        # No keep-alive pings: a kernel the server culls closes its socket, which is no error.
+        options = {"max_size": None, "open_timeout": 60, "ping_interval": None}
+        with connect(url, additional_headers=self.headers, **options) as ws:
+            yield KernelClient(ws)
+
+
+class KernelError(AssertionError):
+    """Code run by KernelClient.execute raised: the traceback's last line is the message."""
+
+
+@dataclass
+class KernelClient:
+    """One kernel's WebSocket, as a notebook tab holds it: run code, collect its text output.
+
+    JupyterServer.kernel_client(kernel_id) opens one for a with-block; leaving the block
+    closes the socket, and the kernel keeps running, as when a tab is closed.
+    """
+
+    websocket: Any
+    session: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def _messages(self, deadline: float) -> Iterator[dict[str, Any]]:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ConditionTimeout("the kernel did not finish running the code in time")
+            yield json.loads(self.websocket.recv(timeout=remaining))
+
+    def execute(self, code: str, *, timeout_s: float = 120) -> str:
+        """Run code; return its stdout and plain-text results; KernelError if it raised."""
+        msg_id = uuid.uuid4().hex
+        header = {"msg_id": msg_id, "msg_type": "execute_request", "session": self.session}
+        header |= {
+            "username": "course-test",
+            "version": "5.3",
+            "date": datetime.now(UTC).isoformat(),
+        }
+        content = {"code": code, "silent": False, "store_history": True, "allow_stdin": False}
+        content |= {"user_expressions": {}, "stop_on_error": True}
+        message = {"header": header, "parent_header": {}, "metadata": {}, "content": content}
+        self.websocket.send(json.dumps({**message, "channel": "shell", "buffers": []}))
+        texts, error = [], None
+        for reply in self._messages(time.monotonic() + timeout_s):
+            if reply.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind, body = reply["msg_type"], reply["content"]
+            if kind == "stream" and body.get("name") == "stdout":
+                texts.append(body["text"])
+            elif kind in ("execute_result", "display_data"):
+                texts.append(body.get("data", {}).get("text/plain", "") + "\n")
+            elif kind == "error":
+                error = f"{body['ename']}: {body['evalue']}"
+            elif kind == "status" and body["execution_state"] == "idle":
+                break
+        if error is not None:
+            raise KernelError(error)
+        return "".join(texts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,7 +571,7 @@ class RemotePage:
 
 
 def login(
-    page: Any, hub_public_url: str, user: str, password: str, *, timeout_s: float = 90
+    page: Any, hub_public_url: str, user: str, password: str, *, timeout_s: float = 300
 ) -> str:
     """Log in through the hub's form; return the JupyterLab URL once JupyterLab is restored."""
     from labdriver import wait_lab_restored

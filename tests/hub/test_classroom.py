@@ -7,22 +7,33 @@ For each user, from the hub's login form:
 
 * the user's JupyterLab has the course's settings (no news pop-up) from the install;
 * lesson 03, Run All: both browser-demo panels grow token by token and end with the
-  answer, through /user/<name>/proxy/<port>/; the cell after the demo reports what the
-  browser received; "Stream again" streams again; through this hub's proxy a fetch
-  streams only with `Accept: text/event-stream`; the page never tried loopback;
+  answer, through the course's route /user/<name>/lessonkit/demo/<socket>/; the cell
+  after the demo reports what the browser received; "Stream again" streams again; a
+  fetch streams with or without `Accept: text/event-stream`; the page never tried
+  loopback;
 * lesson 05, Run All: every cell runs without an error.
+
+Then the refusal (both users share one loopback, as on The Littlest JupyterHub): with a
+demo running in alice's kernel, bob's page gets 404 for /user/bob/proxy/<port>/... (the
+course installs no such route, so not the hub's API either), cannot name alice's socket
+through his own route nor through hers, cannot climb out of his folder with "..", and
+his own demo still streams; alice's demo opened no TCP port.
 
 Timings and the URLs the demo used go to test-artifacts/hub/timings.json.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
+import stat
 import time
 from pathlib import Path
 from typing import Any
 
 import nbformat
+import psutil
 import pytest
 from hubdriver import (
     ARTIFACTS,
@@ -46,11 +57,14 @@ from labdriver import (
     open_notebook,
     run_all_and_wait,
     tracebacks,
+    wait_for,
 )
+from pacing import assert_paced
 from playwright.sync_api import expect
 
-from lessonkit.core import llm
+from lessonkit.core import llm, sse
 from lessonkit.lab.browser_demo import DEMO_PER_TOKEN_MS
+from lessonkit.serve.jupyter_route import ROUTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -64,7 +78,9 @@ LESSON_05 = REPO_ROOT / "notebooks" / "05_streaming_in_the_real_world.ipynb"
 # `Accept: text/event-stream`; returns the status and when each body read came (ms).
 TIMED_FETCH_JS = """
 async ([url, accept]) => {
+  const xsrf = document.cookie.split('; ').find((c) => c.startsWith('_xsrf='));
   const headers = { 'Content-Type': 'application/json' };
+  if (xsrf) headers['X-XSRFToken'] = decodeURIComponent(xsrf.slice(6));
   if (accept) headers.Accept = accept;
   const started = performance.now();
   const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify({
@@ -160,21 +176,21 @@ def check_lesson_03(
         assert_streamed_token_by_token(states, ANSWER, DEMO_PER_TOKEN_MS, f"{kind} (Run All)")
         record[f"{kind}_states_run_all"] = [[round(t), text] for t, text in states]
 
-    # Through the Jupyter server, under this user's base URL, never loopback.
+    # Through the Jupyter server's course route, under this user's base URL, never loopback.
     urls = {k: demo.locator(f".lk-browser-demo-{k}").get_attribute("data-url") for k in PANELS}
     record["demo_urls"] = urls
     match = re.fullmatch(
-        rf"{re.escape(hub.public_url() + base_url)}proxy/(\d+)/v1/stream\?prompt=.+",
+        rf"{re.escape(hub.public_url() + base_url)}{ROUTE}/([a-z0-9]{{12}})/v1/stream\?prompt=.+",
         urls["eventsource"],
     )
     assert match, urls
-    proxied = f"{hub.public_url()}{base_url}proxy/{match.group(1)}"
-    assert urls["fetch"] == f"{proxied}/v1/chat/completions"
+    routed = f"{hub.public_url()}{base_url}{ROUTE}/{match.group(1)}"
+    assert urls["fetch"] == f"{routed}/v1/chat/completions"
 
     # The cell after the demo printed what the browser received, under Run All.
     report = output_text(cells[cell_index(LESSON_03, "demo.browser_report()")])
     record["report_cell"] = report
-    assert f"through {base_url}proxy/{match.group(1)}/" in report, report
+    assert f"through {base_url}{ROUTE}/{match.group(1)}/" in report, report
     for name in ("EventSource", "fetch"):
         assert re.search(rf"{name} ?: done, 6 tokens", report), report
     assert report.count(repr(ANSWER)) == 2, report
@@ -196,25 +212,133 @@ def check_lesson_03(
         states = demo_panel_states(changes, 0, kind)
         assert_streamed_token_by_token(states, ANSWER, DEMO_PER_TOKEN_MS, f"{kind} (again)")
 
-    # Through this hub, a fetch streams only with exactly `Accept: text/event-stream`.
-    streamed, held = page.evaluate(
+    # Through the course's route a fetch streams whatever its Accept header says.
+    with_accept, without = page.evaluate(
         "([url, js]) => Promise.all([eval(js)([url, 'text/event-stream']), eval(js)([url, ''])])",
         [urls["fetch"], TIMED_FETCH_JS],
     )
-    record["fetch_reads_ms"] = {"with Accept": streamed["reads"], "without Accept": held["reads"]}
-    assert streamed["status"] == held["status"] == 200
-    assert streamed["reads"][-1] - streamed["reads"][0] >= 3 * DEMO_PER_TOKEN_MS, streamed
-    assert held["reads"][-1] - held["reads"][0] < DEMO_PER_TOKEN_MS, held
+    record["fetch_reads_ms"] = {"with Accept": with_accept["reads"], "without": without["reads"]}
+    for reads, accept in ((with_accept, "text/event-stream"), (without, "no Accept")):
+        assert reads["status"] == 200, reads
+        assert_paced(reads["reads"], DEMO_PER_TOKEN_MS, f"fetch through the route ({accept})")
 
     # The page never tried loopback, and could not have: a probe is aborted.
     assert remote.blocked == [], remote.blocked
     probe = page.evaluate(
         "async (u) => { try { await fetch(u); return 'reached'; }"
         " catch (e) { return 'blocked: ' + e.message; } }",
-        f"http://127.0.0.1:{match.group(1)}/v1/models",
+        f"http://127.0.0.1:{hub.hub_port}/hub/api/",
     )
     assert probe.startswith("blocked"), probe
     assert all(LOOPBACK_URL.match(u.split(" ", 1)[1]) for u in remote.blocked)
     remote.blocked.clear()
     hosts = {h for h in remote.hosts if not LOOPBACK_URL.match(f"http://{h}/")}
     assert hosts == {f"{hub.public_url().split('://', 1)[1]}"}, remote.hosts
+
+
+# --- one learner, another learner's demo -------------------------------------------------------
+
+# Starts the course's demo server in a kernel; prints its socket name and path.
+START_DEMO = (
+    "from lessonkit.lab import browser_demo\n"
+    f"server = browser_demo.start_server(prefill_ms=100, per_token_ms={DEMO_PER_TOKEN_MS})\n"
+    "print(server.socket_name, server.socket_path)"
+)
+
+# GETs a URL from the page as browser_demo.js would: final status and URL, body, read times.
+PAGE_GET_JS = """
+async (url) => {
+  const started = performance.now();
+  const response = await fetch(url, { headers: { Accept: 'text/event-stream' } });
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const reads = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+    reads.push(Math.round(performance.now() - started));
+  }
+  return { status: response.status, url: response.url, text, reads };
+}
+"""
+
+
+def kernel_listening_ports(hub: Hub, kernel_id: str) -> set[int]:
+    """Return the TCP ports the kernel process kernel_id listens on."""
+    for process in psutil.Process(hub.process.pid).children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if any(f"kernel-{kernel_id}.json" in part for part in process.cmdline()):
+                connections = process.net_connections(kind="inet")
+                return {c.laddr.port for c in connections if c.status == psutil.CONN_LISTEN}
+    raise AssertionError(f"no process runs kernel {kernel_id}")
+
+
+def start_demo_in_a_kernel(hub: Hub, user: str) -> tuple[str, Path, str, set[int], set[int]]:
+    """Start a kernel of `user` and the demo in it: (name, socket path, kernel id, ports before, after)."""
+    if not hub.server_ready(user):
+        hub.api("POST", f"/hub/api/users/{user}/server")
+        wait_for(lambda: hub.server_ready(user), timeout_s=90, what=f"{user}'s server")
+    server = hub.user_server(user)
+    kernel_id = server.api("POST", "/api/kernels", json={"name": "python3"}).json()["id"]
+    with server.kernel_client(kernel_id) as kernel:
+        kernel.execute("import lessonkit.lab.browser_demo")
+        before = kernel_listening_ports(hub, kernel_id)
+        name, path = kernel.execute(START_DEMO).split()
+        after = kernel_listening_ports(hub, kernel_id)
+    hub.tracker.adopt_tree(hub.process.pid)
+    return name, Path(path), kernel_id, before, after
+
+
+def test_a_learner_reaches_only_their_own_demo_and_no_loopback_port(
+    hub: Hub, remote: RemotePage, timings: dict[str, Any]
+) -> None:
+    alice, bob = USERS
+    record = timings.setdefault("refusal", {})
+    started = time.monotonic()
+    alices, path, alice_kernel, before, after = start_demo_in_a_kernel(hub, alice)
+    bobs, _, bob_kernel, _, _ = start_demo_in_a_kernel(hub, bob)
+    record["start_two_demos_s"] = time_since(started)
+
+    # Alice's demo is a socket only she can open, and it opened no TCP port.
+    assert after == before, f"the demo server opened TCP ports {after - before}"
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_ISSOCK(path.stat().st_mode)
+    assert path.is_relative_to(hub.home(alice))
+
+    page, public = remote.page, hub.public_url()
+    login(page, public, bob, hub.spec.password)
+
+    def get(path: str) -> dict[str, Any]:
+        got = page.evaluate(PAGE_GET_JS, f"{public}{path}")
+        record[path] = {"status": got["status"], "final_url": got["url"], "body": got["text"][:200]}
+        assert "lessonkit-sim" not in got["text"] or path.startswith(f"/user/{bob}/{ROUTE}/{bobs}")
+        return got
+
+    # No proxy route at all: not to the hub's API (8081 by default, here its own port).
+    for port in (8081, hub.hub_port):
+        assert get(f"/user/{bob}/proxy/{port}/hub/api/")["status"] == 404
+    # Bob's route looks only in Bob's folder: Alice's socket name is unknown there.
+    refused = get(f"/user/{bob}/{ROUTE}/{alices}/v1/models")
+    assert refused["status"] == 404 and "no demo server named" in refused["text"], refused
+    # Nor can a name climb out of his folder into hers.
+    climb = f"..%2F..%2F..%2F..%2F..%2F..%2F{alice}%2F.local%2Fshare%2Fjupyter%2Fruntime"
+    refused = get(f"/user/{bob}/{ROUTE}/{climb}%2Flessonkit%2F{alices}/v1/models")
+    assert refused["status"] == 404 and "12 lowercase letters" in refused["text"], refused
+    # Alice's own route is hers: the hub does not let Bob's login into her server.
+    theirs = get(f"/user/{alice}/{ROUTE}/{alices}/v1/models")
+    assert theirs["status"] == 403, theirs
+
+    # And Bob's own demo still streams to Bob's page, token by token.
+    own = get(f"/user/{bob}/{ROUTE}/{bobs}/v1/stream?prompt={llm.RUNNING_PROMPT}")
+    assert own["status"] == 200, own
+    events = sse.SSEDecoder().feed(own["text"].encode())
+    deltas = [json.loads(e.data)["delta"] for e in events if e.event == "message"]
+    assert "".join(deltas) == ANSWER, events
+    assert own["reads"][-1] - own["reads"][0] >= 3 * DEMO_PER_TOKEN_MS, own["reads"]
+    record["own_stream_reads_ms"] = own["reads"]
+
+    for user, kernel_id in ((alice, alice_kernel), (bob, bob_kernel)):
+        hub.user_server(user).api("DELETE", f"/api/kernels/{kernel_id}")
+    record["test_s"] = time_since(started)

@@ -7,11 +7,14 @@ tests/hub); here the reports are POSTed the way browser_demo.js sends them.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import threading
 import time
 
 import httpx
+import psutil
 import pytest
 
 from lessonkit.core import client, llm
@@ -40,24 +43,27 @@ def report_body(demo: BrowserStreamDemo, kind: str, **fields) -> dict:
         "text": ANSWER.text,
         "times_ms": [400, 520, 640, 760, 880, 1000],
         "reads": 7 if kind == "fetch" else 0,
-        "url": f"http://hub.test/user/alice/proxy/{demo.port}/v1/stream",
+        "url": f"http://hub.test/user/alice/lessonkit/demo/{demo.socket_name}/v1/stream",
     }
     body.update(fields)
     return body
 
 
 def post_report(server: DemoServer, body: object) -> httpx.Response:
-    return httpx.post(server.url + REPORT_PATH, content=json.dumps(body), timeout=5)
+    with server.client() as http:
+        return http.post(REPORT_PATH, content=json.dumps(body))
 
 
 def test_the_demo_server_streams_the_answer_like_the_course_server(server):
-    with httpx.stream(
-        "POST",
-        server.url + "/v1/chat/completions",
-        json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
-        headers={"Accept": "text/event-stream"},
-        timeout=10,
-    ) as response:
+    with (
+        server.client() as http,
+        http.stream(
+            "POST",
+            "/v1/chat/completions",
+            json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+            headers={"Accept": "text/event-stream"},
+        ) as response,
+    ):
         reply = client.read_stream(response.iter_bytes(), "openai")
     assert reply.complete and reply.text == llm.answer_for("hi").text
 
@@ -71,7 +77,8 @@ def test_the_cell_after_the_demo_gets_what_the_page_reported(server):
     assert [p.text for p in report.panels.values()] == [ANSWER.text, ANSWER.text]
     text = str(report)
     assert text.startswith(
-        f"What your browser received (run 1, through /user/alice/proxy/{demo.port}/)"
+        "What your browser received (run 1, through "
+        f"/user/alice/lessonkit/demo/{demo.socket_name}/)"
     )
     assert "fetch      : done, 6 tokens, in 7 reads, arriving 400 ms to 1000 ms" in text
 
@@ -101,9 +108,11 @@ def test_a_run_still_streaming_at_the_timeout_is_reported_as_it_stands(server):
 
 def test_without_a_browser_the_report_says_nothing_was_received(server):
     demo = BrowserStreamDemo(server)
+    grace_s, timeout_s = 0.3, 60.0
     started = time.monotonic()
-    report = demo.browser_report(grace_s=0.3, timeout_s=10)
-    assert time.monotonic() - started < 3
+    report = demo.browser_report(grace_s=grace_s, timeout_s=timeout_s)
+    # It gives up after the grace, not at the timeout (a deadline of 100x the grace).
+    assert time.monotonic() - started < timeout_s / 2
     assert report.outcome == "no browser" and report.panels == {}
     assert "no browser showed the demo" in str(report)
 
@@ -134,7 +143,8 @@ def test_a_malformed_report_gets_400_naming_the_field(server, change, message):
 
 
 def test_a_report_that_is_not_json_gets_400(server):
-    response = httpx.post(server.url + REPORT_PATH, content=b"{not json", timeout=5)
+    with server.client() as http:
+        response = http.post(REPORT_PATH, content=b"{not json")
     assert response.status_code == 400 and response.json()["error"].startswith("bad report: ")
 
 
@@ -153,10 +163,11 @@ def test_an_oversized_report_gets_413(server):
 
 def test_the_page_can_ask_whether_the_server_made_its_demo(server):
     demo = BrowserStreamDemo(server)
-    known = httpx.get(server.url + REPORT_PATH, params={"demo": demo.demo_id}, timeout=5)
-    unknown = httpx.get(server.url + REPORT_PATH, params={"demo": "nope"}, timeout=5)
-    assert known.status_code == 200 and unknown.status_code == 404
-    assert httpx.delete(server.url + REPORT_PATH, timeout=5).status_code == 405
+    with server.client() as http:
+        known = http.get(REPORT_PATH, params={"demo": demo.demo_id})
+        unknown = http.get(REPORT_PATH, params={"demo": "nope"})
+        assert known.status_code == 200 and unknown.status_code == 404
+        assert http.delete(REPORT_PATH).status_code == 405
 
 
 def test_start_server_returns_the_kernels_server_for_the_same_pace():
@@ -165,21 +176,42 @@ def test_start_server_returns_the_kernels_server_for_the_same_pace():
         assert browser_demo.start_server(prefill_ms=0, per_token_ms=2) is first
         assert first.running
         other = browser_demo.start_server(prefill_ms=0, per_token_ms=3)
-        assert other is not first and other.port != first.port
+        assert other is not first and other.socket_name != first.socket_name
         other.stop()
     finally:
         first.stop()
 
 
-def test_a_stopped_server_starts_again_on_the_same_port(server):
-    port = server.port
+def test_a_stopped_server_starts_again_on_the_same_socket(server):
+    path = server.socket_path
     server.stop()
-    assert not server.running
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(server.url + "/v1/models", timeout=2)
+    assert not server.running and not path.exists()
+    with pytest.raises(httpx.ConnectError), server.client() as http:
+        http.get("/v1/models")
     assert server.ensure_running() is True
-    assert server.port == port and server.ensure_running() is False
-    assert httpx.get(server.url + "/v1/models", timeout=5).status_code == 200
+    assert server.socket_path == path and server.ensure_running() is False
+    with server.client() as http:
+        assert http.get("/v1/models").status_code == 200
+
+
+def tcp_listeners() -> set:
+    """The TCP addresses this process listens on."""
+    connections = psutil.Process().net_connections(kind="inet")
+    return {c.laddr for c in connections if c.status == psutil.CONN_LISTEN}
+
+
+def test_the_demo_server_listens_on_a_private_socket_and_no_tcp_port():
+    before = tcp_listeners()
+    server = DemoServer(prefill_ms=0, per_token_ms=1)
+    server.ensure_running()
+    try:
+        folder = server.socket_path.parent
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert folder.stat().st_uid == os.getuid()
+        assert stat.S_ISSOCK(server.socket_path.stat().st_mode)
+        assert tcp_listeners() == before
+    finally:
+        server.stop()
 
 
 def test_stream_again_from_the_page_restarts_a_stopped_server(server):
@@ -195,24 +227,39 @@ def test_stream_again_from_the_page_restarts_a_stopped_server(server):
     assert sent == [{"type": "server-restarted"}]
 
 
-def test_the_widget_reads_its_server_through_the_port():
-    demo = BrowserStreamDemo("http://127.0.0.1:8000/")
-    assert (demo.base_url, demo.port, demo.report_port) == ("http://127.0.0.1:8000", 8000, 0)
-    with pytest.raises(ValueError, match="made from a URL"):
-        demo.browser_report()
+def test_the_widget_reads_its_server_through_the_socket_name(server):
+    demo = BrowserStreamDemo(server)
+    assert (demo.socket_name, demo.reports) == (server.socket_name, True)
+    named = BrowserStreamDemo(server.socket_name)
+    assert (named.socket_name, named.reports) == (server.socket_name, False)
+    with pytest.raises(ValueError, match="made from a socket name"):
+        named.browser_report()
 
 
 @pytest.mark.parametrize(
-    "url", ["http://10.0.0.5:8000", "https://127.0.0.1:8000", "http://127.0.0.1"]
+    "address", ["http://127.0.0.1:8000", "http://10.0.0.5:8000", "../other", "ABCDEFGHIJKL"]
 )
-def test_a_server_the_jupyter_proxy_cannot_reach_is_refused(url):
-    with pytest.raises(ValueError, match="forwards to localhost:<port> only"):
-        BrowserStreamDemo(url)
+def test_a_network_address_or_a_made_up_name_is_refused(address):
+    with pytest.raises(ValueError, match="never a network address"):
+        BrowserStreamDemo(address)
+
+
+def test_serving_to_the_page_gives_a_socket_the_widget_takes():
+    from lessonkit.serve.app import create_app
+    from lessonkit.serve.checks import Settings
+
+    app = create_app(Settings.from_options(prefill_ms=0, per_token_ms=1))
+    with browser_demo.serving_to_the_page(app) as name:
+        demo = BrowserStreamDemo(name)
+        path = browser_demo.demo_socket.socket_path(name)
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(path))) as http:
+            assert http.get("http://x/v1/models").status_code == 200
+    assert demo.socket_name == name and not path.exists()
 
 
 def test_an_unknown_panel_or_argument_is_refused():
     with pytest.raises(ValueError, match="panels must be among eventsource, fetch"):
-        BrowserStreamDemo("http://127.0.0.1:8000", panels=["websocket"])
+        BrowserStreamDemo("abcdefabcdef", panels=["websocket"])
     with pytest.raises(TypeError, match="start_server"):
         BrowserStreamDemo(8000)
 
@@ -222,9 +269,9 @@ def test_bad_pacing_is_refused_before_anything_starts():
         browser_demo.start_server(per_token_ms=-1)
 
 
-def test_describe_is_the_same_text_on_every_run_and_names_the_proxied_path():
+def test_describe_is_the_same_text_on_every_run_and_names_the_routed_path():
     text = browser_demo.describe()
     assert text == browser_demo.describe()
-    assert "new EventSource('<Jupyter base URL>proxy/<port>/v1/stream?prompt=...')" in text
+    assert "new EventSource('<Jupyter base URL>lessonkit/demo/<name>/v1/stream?prompt=...')" in text
     assert "Accept: 'text/event-stream'" in text and "decoder.decode(bytes, {stream: true})" in text
     assert "TextDecoder({stream: true})" not in text  # stream is an option of decode()

@@ -386,23 +386,18 @@ def test_browser_demo_script_names_the_classes_the_browser_tests_look_for():
     assert "{ stream: true }" in script and "EventSource" in script
 
 
-def test_browser_demo_strips_a_trailing_slash_from_the_base_url():
-    demo = browser_demo.BrowserStreamDemo("http://127.0.0.1:8000/")
-    assert demo.base_url == "http://127.0.0.1:8000"
-
-
 def test_browser_demo_description_names_both_browser_apis():
     text = browser_demo.describe("http://127.0.0.1:8000")
     assert "new EventSource" in text and "getReader" in text
 
 
-def test_browser_demo_description_leaves_the_port_out_by_default():
-    assert "127.0.0.1:<port>/v1/stream" in browser_demo.describe()
+def test_browser_demo_description_leaves_the_socket_name_out_by_default():
+    assert "lessonkit/demo/<name>/v1/stream" in browser_demo.describe()
 
 
-def test_browser_demo_repr_shows_no_memory_address_and_no_port():
-    text = repr(browser_demo.BrowserStreamDemo("http://127.0.0.1:8000"))
-    assert text.startswith("BrowserStreamDemo(") and "0x" not in text and "8000" not in text
+def test_browser_demo_repr_shows_no_memory_address_and_no_socket_name():
+    text = repr(browser_demo.BrowserStreamDemo("abc123abc123"))
+    assert text.startswith("BrowserStreamDemo(") and "0x" not in text and "abc123" not in text
 
 
 # --- checks at the end, strict JSON ----------------------------------------------------------

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import statistics
 import subprocess
 import sys
 
 import httpx
+import processes
 import pytest
+from pacing import assert_paced
 
 from lessonkit.core import llm
 from lessonkit.core.client import read_stream
@@ -32,8 +33,7 @@ def test_pass_through_proxy_keeps_the_token_pacing(server_url, arrivals):
         pieces = arrivals("GET", proxy_url + "/v1/stream", params=PACE)
     times = _token_times(pieces)
     assert len(times) == 6
-    gaps_ms = [(b - a) * 1000 for a, b in zip(times[:-1], times[1:], strict=True)]
-    assert 0.5 * 50 <= statistics.median(gaps_ms) <= 2 * 50  # paced, not a burst (~0)
+    assert_paced(times, PER_TOKEN_S, "through the pass-through proxy")
     assert read_stream([b"".join(p for _, p in pieces)], "lesson").text == llm.RUNNING_ANSWER
 
 
@@ -43,9 +43,11 @@ def test_buffering_proxy_delivers_every_token_at_the_end_in_one_burst(server_url
     times = _token_times(pieces)
     assert len(times) == 6
     assert times[0] >= 0.9 * TOTAL_S  # nothing before the upstream finished
-    # One burst, no pacing left: paced tokens would span 5 gaps (250 ms); the held
-    # body is one write, so all six arrive within less than one gap even on a busy machine.
-    assert times[-1] - times[0] < PER_TOKEN_S
+    # One burst, no pacing left: the held body is one write, so all six tokens come in
+    # one read, however busy the machine (paced tokens come in separate reads).
+    assert len(set(times)) == 1, times
+    with pytest.raises(AssertionError, match="a burst, not a stream"):
+        assert_paced(times, PER_TOKEN_S)  # the check the pass-through proxy passes
     assert read_stream([b"".join(p for _, p in pieces)], "lesson").text == llm.RUNNING_ANSWER
 
 
@@ -60,7 +62,8 @@ def test_honoring_x_accel_buffering_no_passes_the_stream_through(server_url, arr
     with running_proxy(server_url, buffer=True, honor_accel_buffering=True) as proxy_url:
         pieces = arrivals("GET", proxy_url + "/v1/stream", params=PACE)
     times = _token_times(pieces)
-    assert times[-1] - times[0] >= 3 * PER_TOKEN_S  # six tokens 50 ms apart, not a burst
+    assert len(times) == 6
+    assert_paced(times, PER_TOKEN_S, "with X-Accel-Buffering: no")
 
 
 def test_proxy_forwards_post_bodies_queries_status_and_error_bodies(server_url, fast):
@@ -91,7 +94,8 @@ def test_an_upstream_drop_reaches_the_client_as_a_drop(server_url, fast, read_ra
 
 
 def test_a_client_leaving_the_proxy_stops_generation_upstream(fresh_server_url, wait_for_stats):
-    params = {"prompt": "Tell me everything.", "prefill_ms": "0", "per_token_ms": "100"}
+    # 500 ms per token: three tokens' time (1.5 s) for the hang-up to reach the server
+    params = {"prompt": "Tell me everything.", "prefill_ms": "0", "per_token_ms": "500"}
     with running_proxy(fresh_server_url, buffer=False) as proxy_url:
         with httpx.stream("GET", proxy_url + "/v1/stream", params=params) as response:
             for piece in response.iter_raw():
@@ -100,7 +104,7 @@ def test_a_client_leaving_the_proxy_stops_generation_upstream(fresh_server_url, 
         stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
     assert stats["disconnects"] == 1
     assert stats["tokens_generated"] <= 5  # of 40 or more
-    assert stats["tokens_after_disconnect"] <= 1
+    assert stats["tokens_after_disconnect"] in (0, 1)
 
 
 def test_an_unreachable_upstream_gives_502_with_a_json_error():
@@ -117,7 +121,7 @@ def test_the_upstream_must_be_an_http_url():
 
 def test_lessonkit_proxy_cli_prints_its_url_and_passes_streams_through(server_url, fast):
     command = [sys.executable, "-m", "lessonkit", "proxy", "--upstream", server_url]
-    process = subprocess.Popen(
+    process = processes.start(
         [*command, "--no-buffer", "--port", "0", "--quiet"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from pacing import assert_paced
 
+from lessonkit import server
 from lessonkit.core import framing, llm, sse
 from lessonkit.core.client import read_stream
 from lessonkit.serve import rawhttp
@@ -61,12 +63,17 @@ def test_streaming_first_token_comes_well_before_the_blocking_reply(server_url):
     blocking = rawhttp.time_request(target, stream=False)
     assert streamed.text == blocking.text == llm.RUNNING_ANSWER
     assert streamed.n_pieces == 6 and blocking.n_pieces == 1
-    # prefill 200 + 50 per token: first token ~250 ms, whole answer ~500 ms
-    assert streamed.measured.ttft_ms < blocking.measured.total_ms - 150
+    # prefill 200 + 50 per token: the streamed tokens come one by one from ~250 ms on, the
+    # blocking reply in one piece once the last is generated (~500 ms). Shapes and lower
+    # bounds only: a busy machine can make a reply late, never early.
+    assert_paced(streamed.token_ms, 50, "the streamed reply")
+    assert blocking.measured.total_ms >= 200 + 5 * 50
 
 
-def test_a_cancelled_stream_stops_generation(fresh_server_url):
-    result = rawhttp.cancel_stream(fresh_server_url, 3)
+def test_a_cancelled_stream_stops_generation():
+    # 500 ms per token: "at most two more" leaves a second to hang up, however busy the machine
+    with server.running(prefill_ms=0, per_token_ms=500) as url:
+        result = rawhttp.cancel_stream(url, 3)
     assert result.tokens_received == 3
     assert result.tokens_generated <= 5 < result.answer_tokens
     assert result.stats_after["disconnects"] == result.stats_before["disconnects"] + 1

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import httpx
+import processes
 import pytest
 import websockets
 from hypothesis import HealthCheck, example, given, settings
@@ -255,13 +256,19 @@ def test_no_heartbeat_unless_asked(server_url, fast, read_raw):
 
 
 def test_stall_ms_pauses_after_half_of_the_tokens(server_url, arrivals):
-    params = {"prefill_ms": "0", "per_token_ms": "5", "stall_ms": "600", "dialect": "lesson"}
+    params = {"prefill_ms": "0", "per_token_ms": "5", "stall_ms": "1000", "heartbeat_ms": "200",
+              "dialect": "lesson"}  # fmt: skip
     pieces = arrivals("GET", server_url + "/v1/stream", params=params)
-    # 6 tokens: the first 3 are due at 5-15 ms, the rest 600 ms later (never before 0.6 s)
-    before = b"".join(p for t, p in pieces if t < 0.6)
-    assert read_stream([before], "lesson").text == "Your order ships"
     whole = b"".join(p for _, p in pieces)
     assert read_stream([whole], "lesson").text == llm.RUNNING_ANSWER
+    # Where the pause is, without a clock: a ping fills each 200 ms of silence, and the
+    # only silence comes after 3 of the 6 tokens (the order of the writes, not their times).
+    lines = [line for line in whole.split(b"\n") if line.startswith((b": ping", b'data: {"delta'))]
+    kinds = "".join("p" if line == b": ping" else "t" for line in lines)
+    assert kinds.startswith("tttpppp") and kinds.endswith("pttt") and kinds.count("t") == 6, kinds
+    # And the second half never comes before the stall is over (a lower bound).
+    token_arrivals_s = [t for t, piece in pieces for _ in range(piece.count(b'data: {"delta'))]
+    assert token_arrivals_s[3] >= 1.0
 
 
 def test_stall_with_heartbeat_fills_the_pause_with_pings(server_url, read_raw):
@@ -287,7 +294,9 @@ def test_per_request_prefill_ms_overrides_the_server_default(server_url, arrival
 def test_a_client_that_disconnects_stops_generation_within_one_token(
     fresh_server_url, wait_for_stats
 ):
-    params = {"prompt": LONG_PROMPT, "prefill_ms": "0", "per_token_ms": "150", "dialect": "lesson"}
+    # 500 ms per token: "one in flight, at most one after" leaves the client a second to
+    # hang up and the server to notice, however busy the machine.
+    params = {"prompt": LONG_PROMPT, "prefill_ms": "0", "per_token_ms": "500", "dialect": "lesson"}
     received = 0
     with httpx.stream("GET", fresh_server_url + "/v1/stream", params=params) as response:
         for piece in response.iter_raw():
@@ -297,7 +306,7 @@ def test_a_client_that_disconnects_stops_generation_within_one_token(
     stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
     assert stats["active_streams"] == 0
     assert stats["disconnects"] == 1
-    assert stats["tokens_after_disconnect"] <= 1
+    assert stats["tokens_after_disconnect"] in (0, 1)
     assert stats["tokens_generated"] <= received + 2  # one in flight, at most one after
     assert len(llm.answer_for(LONG_PROMPT).tokens) >= 40
 
@@ -627,7 +636,7 @@ def test_websocket_takes_the_prompt_from_the_query_too(server_url):
 def test_websocket_stop_message_stops_generation(fresh_server_url, wait_for_stats):
     async def talk():
         async with websockets.connect(
-            _ws_url(fresh_server_url, "?per_token_ms=100&prefill_ms=0")
+            _ws_url(fresh_server_url, "?per_token_ms=500&prefill_ms=0")  # 1 s for the stop
         ) as ws:
             await ws.send(json.dumps({"prompt": LONG_PROMPT}))
             first = json.loads(await ws.recv())
@@ -637,9 +646,9 @@ def test_websocket_stop_message_stops_generation(fresh_server_url, wait_for_stat
 
     first, rest = asyncio.run(talk())
     assert "delta" in first
-    assert rest[-1] == {"done": True, "finish_reason": "stopped"} and len(rest) <= 2
+    assert rest[-1] == {"done": True, "finish_reason": "stopped"} and len(rest) in (1, 2)
     stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
-    assert stats["tokens_generated"] <= 3
+    assert stats["tokens_generated"] in (1, 2, 3)
 
 
 def test_websocket_bad_first_message_gets_an_error_and_close(server_url):
@@ -682,10 +691,13 @@ def test_running_stops_promptly_even_with_a_stream_open():
     with server.running(prefill_ms=60_000) as url:
         client = httpx.Client(timeout=30)
         response = client.send(client.build_request("GET", url + "/v1/stream"), stream=True)
-        start = time.monotonic()
-    # The open stream's first token is a minute away; stopping must not wait for it
-    # (it usually takes a few ms; the bound leaves room for a very busy machine).
-    assert time.monotonic() - start < 20.0
+    # The open stream's first token is a minute away; stopping must not wait for it: the
+    # stream is cut before any token (a server that waited would send them all, a minute on).
+    body = b""
+    with pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"):
+        for piece in response.iter_raw():
+            body += piece
+    assert body == b"retry: 3000\n\n"
     response.close()
     client.close()
 
@@ -730,7 +742,7 @@ def test_only_non_loopback_hosts_get_a_warning():
 
 
 def _start_cli(*args: str) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "lessonkit", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -780,11 +792,11 @@ def test_lessonkit_serve_defaults_come_from_its_flags():
 def test_lessonkit_serve_reports_a_port_in_use_in_one_line_without_a_traceback():
     with server.running() as url:
         port = url.rsplit(":", 1)[1]
-        result = subprocess.run(
+        result = processes.run(
             [sys.executable, "-m", "lessonkit", "serve", "--port", port],
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout_s=30,
             env={**os.environ, "PYTHONWARNINGS": "error"},
         )
     assert result.returncode == 1
@@ -939,7 +951,7 @@ def test_any_query_parameters_get_a_2xx_or_a_json_4xx_never_a_500(
     with httpx.Client(timeout=30) as client:
         response = client.send(request, stream=True)  # the status comes before any token
         try:
-            assert response.status_code < 500
+            assert not response.is_server_error
             if response.status_code >= 400:
                 response.read()
                 _check_error_body(path, response)

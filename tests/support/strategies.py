@@ -242,3 +242,50 @@ def token_streams(draw: st.DrawFn) -> bytes:
             lines.append("")  # a blank line too many: dispatches nothing
         blocks.append(end.join(lines) + end + end)
     return "".join(blocks).encode()
+
+
+# --- streams with an event over max_event_bytes ------------------------------------------
+
+limits = st.one_of(st.integers(1, 80), st.just(1 << 20))
+"""A max_event_bytes: small enough to be reached by the fragments above, or the default."""
+
+
+@st.composite
+def streams_over_a_limit(draw: st.DrawFn) -> tuple[bytes, int]:
+    """Return (stream, max_event_bytes) where one event outgrows the limit, events around it.
+
+    Small events before and after the oversized one (short ASCII values, any line
+    end, now and then an id, a comment or a BOM at the start). What outgrows the
+    limit: one long data line, many short data lines, a long event type, a long
+    comment or unknown field (the line being read counts too), or a line that
+    never ends.
+    """
+    max_event_bytes = draw(st.integers(24, 80))
+    end = draw(st.sampled_from([b"\n", b"\r\n", b"\r"]))
+    short = st.text(alphabet="abcxyz019 {}:", max_size=4).map(str.encode)
+
+    def small_events() -> bytes:
+        blocks = []
+        for _ in range(draw(st.integers(0, 3))):
+            lines = [b"data: " + draw(short)]
+            extra = draw(st.sampled_from([None, b"id: " + draw(short), b": ping"]))
+            if extra is not None:
+                lines.insert(0, extra)
+            blocks.append(end.join(lines) + end + end)
+        return b"".join(blocks)
+
+    fill = b"x" * draw(st.integers(max_event_bytes, 2 * max_event_bytes))
+    oversized = draw(
+        st.sampled_from(
+            [
+                b"data: " + fill + end + end,
+                (b"data: abc" + end) * (max_event_bytes // 4 + 1) + end,
+                b"event: " + fill + end + b"data: a" + end + end,
+                b": " + fill + end + b"data: a" + end + end,
+                b"unknown: " + fill + end + b"data: a" + end + end,
+                b"data: " + fill,  # no line end: the stream stops inside it
+            ]
+        )
+    )
+    bom = draw(st.sampled_from([b"", b"\xef\xbb\xbf"]))
+    return bom + small_events() + oversized + small_events(), max_event_bytes

@@ -1,0 +1,136 @@
+"""check()'s two runners give the same verdicts: a worker process, and this process under a budget.
+
+The in-process runner is the one lessonkit picks in a browser kernel
+(JupyterLite's Pyodide has no processes and no threads); here it is selected
+explicitly. Each test runs the same function through both runners and
+compares the feedback word for word: the same points, hints and smallest
+failing input.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+from classroom import LESSON_READER, MISTAKES, RIGHT, function_from
+from test_grading import _reader, solved
+
+from lessonkit.grading import check, runners
+from lessonkit.grading.engine import Case, Ended, Mode, NotWritten, Raised, Returned, TimedOut
+from lessonkit.grading.exercises import EXERCISES
+
+
+def _both(exercise_id: str, fn, **options) -> tuple[str, str]:
+    """Return the feedback of check() with the worker and with the in-process runner."""
+    worker = check(exercise_id, fn, show=False, runner=runners.in_worker, **options)
+    here = check(exercise_id, fn, show=False, runner=runners.in_this_process, **options)
+    assert (worker.score, worker.passed) == (here.score, here.passed)
+    return worker.feedback, here.feedback
+
+
+@pytest.mark.parametrize("exercise_id", [e for e in EXERCISES if e != "now_change_it"])
+def test_both_runners_give_the_same_feedback_on_each_solution(exercise_id):
+    worker, here = _both(exercise_id, solved(exercise_id))
+    assert worker == here
+    assert "pass" in worker.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "bug", ["per_chunk", "use_if", "chunk_is_event", "loads_done", "replace", "no_comments"]
+)
+def test_both_runners_give_the_same_feedback_on_each_known_wrong_reader(bug):
+    worker, here = _both("read_stream", _reader(**{bug: True}))
+    assert worker == here and "FAILED" in worker
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "source"),
+    [
+        ("response_times", MISTAKES["response_times"]["rounded"]),
+        ("read_stream", MISTAKES["read_stream"]["loose_ping"]),
+        ("read_anthropic", MISTAKES["read_anthropic"]["loose_ping"]),
+        ("read_stream", RIGHT["read_stream"]),
+    ],
+)
+def test_both_runners_agree_on_the_classrooms_learners(exercise_id, source):
+    worker, here = _both(exercise_id, function_from(source, exercise_id))
+    assert worker == here
+
+
+def test_both_runners_stop_an_endless_loop_within_the_limit_and_say_so_alike():
+    def read_stream(chunks):
+        while True:
+            pass
+
+    worker, here = _both("read_stream", read_stream, limit_s=1)
+    assert worker == here
+    assert "no answer within 1 s" in worker and "look for a loop that never ends" in worker
+
+
+def test_a_loop_that_starts_no_new_line_is_stopped_in_this_process_too():
+    def spin(chunks):
+        total = 0
+        while True:
+            total += 1
+
+    outcome = runners._call_with_budget(
+        spin, Case("x", ([b""],)), 0.2, runners.Recorder(), spins={}
+    )
+    assert isinstance(outcome, TimedOut)
+
+
+def test_a_helper_defined_apart_from_the_function_travels_with_it_to_the_worker():
+    namespace = {"__name__": "__main__"}  # as in a notebook: another cell's helper
+    exec(textwrap.dedent(LESSON_READER).replace("def read_stream(", "def _reader_core("), namespace)
+    exec("def read_stream(chunks):\n    return _reader_core(chunks)\n", namespace)
+    worker, here = _both("read_stream", namespace["read_stream"])
+    assert worker == here and "public checks 13/13 pass" in worker
+
+
+def test_how_a_call_ended_is_a_type_in_both_runners():
+    import os
+
+    def stub(chunks):
+        raise NotImplementedError
+
+    def broken(chunks):
+        raise KeyError("delta")
+
+    def fine(chunks):
+        return "", False
+
+    def exits(chunks):
+        sys.exit(3)
+
+    def ends(chunks):
+        os._exit(3)
+
+    case = Case("x", ([b""],))
+    expected = {stub: NotWritten, broken: Raised, fine: Returned, exits: Ended}
+    for runner in (runners.in_worker, runners.in_this_process):
+        for fn, kind in expected.items():
+            with runner(fn, Mode(limit_s=2)) as calls:
+                [outcome] = calls([case])
+            assert type(outcome) is kind, (runner.__name__, fn.__name__, outcome)
+    with runners.in_worker(ends, Mode(limit_s=2)) as calls:
+        assert isinstance(calls([case])[0], Ended)
+
+
+def test_lessonkit_picks_the_in_process_runner_in_a_browser_kernel(monkeypatch):
+    assert runners.choose_runner() is runners.in_worker
+    monkeypatch.setattr(sys, "platform", "emscripten")
+    assert runners.choose_runner() is runners.in_this_process
+
+
+def test_a_function_that_cannot_be_copied_to_a_worker_is_checked_in_this_process():
+    import threading
+
+    lock = threading.Lock()  # cloudpickle cannot copy a lock
+
+    def read_stream(chunks):
+        with lock:
+            return function_from(LESSON_READER, "read_stream")(chunks)
+
+    result = check("read_stream", read_stream, show=False, runner=runners.in_worker)
+    assert result.passed
