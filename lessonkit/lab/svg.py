@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lessonkit.lab import figures
 from lessonkit.lab.views import THEME, Html
 
 if TYPE_CHECKING:  # types only
@@ -77,11 +78,15 @@ def nice_ticks(hi: float, max_ticks: int = 6) -> list[float]:
     return [i * step for i in range(int(hi // step) + 1)]
 
 
-def _svg(width: int, height: int, body: list[str], css_class: str, label: str) -> Html:
+def _svg(
+    width: int, height: int, body: list[str], css_class: str, label: str, *, title: bool = False
+) -> Html:
+    """Return the <svg>: role="img", `label` as its aria-label (and as its <title> if asked)."""
+    heading = f"<title>{_esc(label)}</title>" if title else ""
     return Html(
         f'<svg class="{css_class}" xmlns="http://www.w3.org/2000/svg" width="{width}"'
         f' height="{height}" viewBox="0 0 {width} {height}" role="img"'
-        f' aria-label="{_esc(label)}">' + "".join(body) + "</svg>"
+        f' aria-label="{_esc(label)}">' + heading + "".join(body) + "</svg>"
     )
 
 
@@ -307,3 +312,178 @@ def drop_svg(lengths: Sequence[int], mark_bytes: int) -> Html:
         height - 10,
     )  # fmt: skip
     return _svg(width, height, body, "lk-drop-svg", drop_text(lengths, mark_bytes))
+
+
+# ---------------------------------------------------------------------------------------------
+# The notebooks' static figures (lessonkit.lab.figures), where there is no matplotlib
+
+
+def figure_svg(description: figures.Figure) -> Html:
+    """Return a description from lessonkit.lab.figures as SVG: the figure matplotlib would draw.
+
+    Its words (``description.text``) are the <svg>'s <title> and aria-label.
+    """
+    if isinstance(description, figures.StepChart):
+        return steps_svg(description)
+    if isinstance(description, figures.RowChart):
+        return rows_svg(description)
+    if isinstance(description, figures.StripChart):
+        return strips_svg(description)
+    raise TypeError(f"expected a description from lessonkit.lab.figures, got {description!r}")
+
+
+def _wrapped_legend(
+    items: list[tuple[str, str]], x0: float, y: float, right: float
+) -> tuple[list[str], float]:
+    """Return legend entries in rows that fit left of `right`, and the y of the last row."""
+    parts, x = [], x0
+    for shape, label in items:
+        width = 24 + 6.2 * len(label)
+        if x > x0 and x + width > right:
+            x, y = x0, y + 18
+        parts.append(f'<g transform="translate({_n(x)},{_n(y)})">{shape}</g>')
+        parts.append(_text(x + 16, y + 4, label))
+        x += width
+    return parts, y
+
+
+def _y_axis(scale: Scale, x: float, hi: float, title: str, top: float, bottom: float) -> list[str]:
+    axis = _paint(stroke=THEME["muted"])
+    parts = [f'<line x1="{_n(x)}" y1="{_n(top)}" x2="{_n(x)}" y2="{_n(bottom)}" {axis}/>']
+    for tick in nice_ticks(hi, 4):
+        y = scale(tick)
+        parts.append(f'<line x1="{_n(x - 4)}" y1="{_n(y)}" x2="{_n(x)}" y2="{_n(y)}" {axis}/>')
+        parts.append(_text(x - 6, y + 4, f"{tick:,.0f}", anchor="end"))
+    middle = (top + bottom) / 2
+    parts.append(
+        f'<text x="14" y="{_n(middle)}" text-anchor="middle" {FONT} {_paint(fill=THEME["text"])}'
+        f' transform="rotate(-90 14 {_n(middle)})">{_esc(title)}</text>'
+    )
+    return parts
+
+
+_LINE_STYLES = {
+    "solid": {"stroke_width": "2"},
+    "dashed": {"stroke_width": "2", "stroke_dasharray": "6 4"},
+    "wide": {"stroke_width": "6", "stroke_opacity": "0.45"},
+}
+
+
+def _line_shape(line: figures.Line) -> str:
+    paint = _paint(stroke=THEME[line.role], **_LINE_STYLES[line.style])
+    return f'<path d="M0 0H12" {paint}/>'
+
+
+def steps_svg(chart: figures.StepChart) -> Html:
+    """Return a StepChart as SVG: each line a staircase, each rule a vertical line, a legend."""
+    width = 640
+    top, bottom, left, right = (30.0 if chart.title else 14.0), 190.0, 64.0, width - 16.0
+    x = Scale(0, chart.x_max, left, right)
+    y = Scale(0, chart.y_max, bottom, top)
+    body = []
+    if chart.title:
+        body.append(_text((left + right) / 2, 16, chart.title, anchor="middle"))
+    for line in chart.lines:
+        (x0, y0), rest = line.points[0], line.points[1:]
+        steps = [f"M{_n(x(x0))} {_n(y(y0))}"] + [f"H{_n(x(px))}V{_n(y(py))}" for px, py in rest]
+        if rest and chart.x_max > rest[-1][0]:
+            steps.append(f"H{_n(x(chart.x_max))}")  # the last value holds to the axis's end
+        paint = _paint(stroke=THEME[line.role], **_LINE_STYLES[line.style])
+        body.append(f'<path class="lk-series" d="{"".join(steps)}" {paint}/>')
+        if line.dots:
+            body += [f'<circle cx="{_n(x(px))}" cy="{_n(y(py))}" r="2.5"'
+                     f" {_paint(fill=THEME[line.role])}/>" for px, py in rest]  # fmt: skip
+    for rule in chart.rules:
+        rx = x(rule.x)
+        paint = (_paint(stroke=THEME[rule.role], stroke_width="1.5") if rule.label else
+                 _paint(stroke=THEME[rule.role], stroke_width="0.6", stroke_dasharray="2 2"))
+        body.append(f'<line x1="{_n(rx)}" y1="{_n(top)}" x2="{_n(rx)}" y2="{_n(bottom)}" {paint}/>')
+        if rule.y_dot is not None:
+            body.append(f'<circle cx="{_n(rx)}" cy="{_n(y(rule.y_dot))}" r="4"'
+                        f" {_paint(fill=THEME[rule.role])}/>")  # fmt: skip
+    body += _y_axis(y, left, chart.y_max, chart.y_label, top, bottom)
+    body += _x_axis(x, bottom, chart.x_max, chart.x_label)
+    items = [(_line_shape(line), line.label) for line in chart.lines]
+    items += [(_swatch(THEME[r.role]), r.label) for r in chart.rules if r.label]
+    legend, last_y = _wrapped_legend(items, left, bottom + 50, right)
+    body += legend
+    return _svg(width, int(last_y + 12), body, "lk-figure-svg lk-steps-svg", chart.text, title=True)
+
+
+def rows_svg(chart: figures.RowChart) -> Html:
+    """Return a RowChart as SVG: a row per response, its writes, silences and the proxy's cut."""
+    width, row_h, top, left, right = 720, 32.0, 10.0, 170.0, 704.0
+    x = Scale(0, chart.x_max, left, right)
+    body = []
+    for i, row in enumerate(chart.rows):
+        cy = top + row_h * i + row_h / 2
+        body.append(_text(left - 8, cy + 4, row.label, anchor="end"))
+        for segments, role, stroke in ((row.short, "muted", "2"), (row.long, "alarm", "6")):
+            if segments:
+                d = "".join(f"M{_n(x(a))} {_n(cy)}H{_n(x(b))}" for a, b in segments)
+                body.append(f'<path d="{d}" {_paint(stroke=THEME[role], stroke_width=stroke)}/>')
+        if row.data_s:
+            ticks = _ticks_path([x(t) for t in row.data_s], cy - 8, cy + 8)
+            body.append(f'<path d="{ticks}" {_paint(stroke=THEME["accent"], stroke_width="1.5")}/>')
+        body += [f'<circle cx="{_n(x(t))}" cy="{_n(cy)}" r="3.5" {_paint(fill=THEME["good"])}/>'
+                 for t in row.beats_s]  # fmt: skip
+        if row.cut_s is not None:
+            cx = x(row.cut_s)
+            body.append(
+                f'<path class="lk-cut" d="M{_n(cx - 6)} {_n(cy - 6)}l12 12M{_n(cx + 6)} {_n(cy - 6)}'
+                f'l-12 12" {_paint(stroke=THEME["text"], stroke_width="2.5")}/>'
+            )
+    bottom = top + row_h * len(chart.rows) + 4
+    body += _x_axis(x, bottom, chart.x_max, chart.x_label)
+    items = [
+        (_mark(THEME["accent"]), "data"),
+        (f'<circle cx="6" cy="0" r="3.5" {_paint(fill=THEME["good"])}/>', ": ping heartbeat"),
+        (f'<path d="M0 0H12" {_paint(stroke=THEME["muted"], stroke_width="2")}/>', "short silence"),
+        (f'<path d="M0 0H12" {_paint(stroke=THEME["alarm"], stroke_width="6")}/>',
+         "silence > idle timeout"),
+        (f'<path d="M1 -5l10 10M11 -5l-10 10" {_paint(stroke=THEME["text"], stroke_width="2")}/>',
+         "proxy closes"),
+    ]  # fmt: skip
+    legend, last_y = _wrapped_legend(items, left, bottom + 50, right)
+    body += legend
+    return _svg(width, int(last_y + 12), body, "lk-figure-svg lk-rows-svg", chart.text, title=True)
+
+
+def strips_svg(chart: figures.StripChart) -> Html:
+    """Return a StripChart as SVG: per panel, a row of verdict cells per reader, runs merged."""
+    width, left, right, row_h = 720, 160.0, 704.0, 16.0
+    body, y0 = [], 8.0
+    for strip in chart.strips:
+        body.append(_text((left + right) / 2, y0 + 12, strip.title, anchor="middle"))
+        top = y0 + 20
+        n = len(strip.columns)
+        cell = (right - left) / max(1, n)
+        for i, (name, verdicts) in enumerate(strip.rows):
+            ry = top + i * row_h
+            body.append(_text(left - 6, ry + 12, name, anchor="end"))
+            start = 0
+            for j in range(1, n + 1):  # one rect per run of equal verdicts
+                if j == n or verdicts[j] != verdicts[start]:
+                    role = figures.VERDICT_ROLES[verdicts[start]]
+                    body.append(
+                        f'<rect class="lk-verdict-{verdicts[start]}" x="{_n(left + start * cell)}"'
+                        f' y="{_n(ry + 1)}" width="{_n((j - start) * cell)}"'
+                        f' height="{_n(row_h - 2)}" {_paint(fill=THEME[role])}/>'
+                    )
+                    start = j
+        bottom = top + len(strip.rows) * row_h
+        first, last = strip.columns[0], strip.columns[-1]
+        x = Scale(first - 0.5, last + 0.5, left, right)
+        axis = _paint(stroke=THEME["muted"])
+        body.append(f'<line x1="{_n(left)}" y1="{_n(bottom)}" x2="{_n(right)}" y2="{_n(bottom)}" {axis}/>')
+        for tick in nice_ticks(last):
+            if tick >= first:
+                body.append(_text(x(tick), bottom + 14, f"{tick:,.0f}", anchor="middle"))
+        body.append(_text((left + right) / 2, bottom + 28, strip.x_label, anchor="middle"))
+        y0 = bottom + 40
+    items = [(_swatch(THEME[figures.VERDICT_ROLES[v]]), figures.VERDICT_LABELS[v])
+             for v in figures.VERDICT_ROLES]  # fmt: skip
+    legend, last_y = _wrapped_legend(items, left, y0 + 6, right)
+    body += legend
+    return _svg(width, int(last_y + 12), body, "lk-figure-svg lk-strips-svg", chart.text,
+                title=True)  # fmt: skip

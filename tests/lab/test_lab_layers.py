@@ -1,7 +1,8 @@
 """lessonkit.lab imports in one direction, and loads heavy libraries only when they are used.
 
     lesson01 ... lesson05   the explorers' state (readouts), drawn with views and svg
-    views, svg              drawing from plain data; they import no lesson module
+    views, svg, figures     drawing from plain data (figures: what each static figure
+                            shows); they import no lesson module
     binding, controls       bind() and the boxes; the course's own controls
     widgets                 the explorers: controls bound to the lesson modules
 
@@ -22,7 +23,7 @@ import pytest
 
 LAB = Path(__file__).resolve().parents[2] / "lessonkit" / "lab"
 LESSONS = {f"lesson0{n}" for n in range(1, 6)}
-DRAWING = {"views", "svg"}
+DRAWING = {"views", "svg", "figures"}
 
 
 def _runtime_lab_imports(path: Path) -> set[str]:
