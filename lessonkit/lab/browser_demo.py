@@ -256,7 +256,9 @@ class DemoServer:
         # In the page (the browser kernel): no socket and no thread; the widget carries the
         # requests and the app runs on the kernel's own event loop when one comes.
         self.in_page = sys.platform == "emscripten" if in_page is None else in_page
-        self.page_app: Any = self._with_report_route(create_app(self.settings)) if self.in_page else None
+        self.page_app: Any = (
+            self._with_report_route(create_app(self.settings)) if self.in_page else None
+        )
 
     @property
     def running(self) -> bool:

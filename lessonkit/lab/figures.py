@@ -166,7 +166,9 @@ def idle_silences(reports: Mapping[str, Any]) -> RowChart:
     for label, r in reports.items():
         short, long, last = [], [], 0.0
         for at_ms in r.write_ms:
-            (long if at_ms - last > r.idle_timeout_ms else short).append((last / 1000, at_ms / 1000))
+            (long if at_ms - last > r.idle_timeout_ms else short).append(
+                (last / 1000, at_ms / 1000)
+            )
             last = at_ms
         pairs = list(zip(r.write_ms, r.is_heartbeat, strict=True))
         cut_s = r.cut_at_ms / 1000 if r.cut_at_ms is not None else None

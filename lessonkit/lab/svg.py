@@ -395,8 +395,11 @@ def steps_svg(chart: figures.StepChart) -> Html:
                      f" {_paint(fill=THEME[line.role])}/>" for px, py in rest]  # fmt: skip
     for rule in chart.rules:
         rx = x(rule.x)
-        paint = (_paint(stroke=THEME[rule.role], stroke_width="1.5") if rule.label else
-                 _paint(stroke=THEME[rule.role], stroke_width="0.6", stroke_dasharray="2 2"))
+        paint = (
+            _paint(stroke=THEME[rule.role], stroke_width="1.5")
+            if rule.label
+            else _paint(stroke=THEME[rule.role], stroke_width="0.6", stroke_dasharray="2 2")
+        )
         body.append(f'<line x1="{_n(rx)}" y1="{_n(top)}" x2="{_n(rx)}" y2="{_n(bottom)}" {paint}/>')
         if rule.y_dot is not None:
             body.append(f'<circle cx="{_n(rx)}" cy="{_n(y(rule.y_dot))}" r="4"'
@@ -475,7 +478,9 @@ def strips_svg(chart: figures.StripChart) -> Html:
         first, last = strip.columns[0], strip.columns[-1]
         x = Scale(first - 0.5, last + 0.5, left, right)
         axis = _paint(stroke=THEME["muted"])
-        body.append(f'<line x1="{_n(left)}" y1="{_n(bottom)}" x2="{_n(right)}" y2="{_n(bottom)}" {axis}/>')
+        body.append(
+            f'<line x1="{_n(left)}" y1="{_n(bottom)}" x2="{_n(right)}" y2="{_n(bottom)}" {axis}/>'
+        )
         for tick in nice_ticks(last):
             if tick >= first:
                 body.append(_text(x(tick), bottom + 14, f"{tick:,.0f}", anchor="middle"))

@@ -40,7 +40,9 @@ def _idle_reports():
 def _cut_verdicts():
     sizes = list(range(1, 21))
     cut_rows = {n: lesson03.every_cut_verdicts(r, WIRE) for n, r in lesson03.READERS.items()}
-    size_rows = {n: lesson03.chunk_size_verdicts(r, WIRE, sizes) for n, r in lesson03.READERS.items()}
+    size_rows = {
+        n: lesson03.chunk_size_verdicts(r, WIRE, sizes) for n, r in lesson03.READERS.items()
+    }
     return figures.cut_verdicts(cut_rows, size_rows, sizes)
 
 
@@ -143,7 +145,9 @@ def test_both_drawings_of_the_cut_strips_have_each_readers_verdicts():
 
 def test_each_figures_words_state_its_numbers():
     measured = DESCRIPTIONS["measured_vs_model"]()
-    assert "3 pieces from 342 to 421 ms" in measured.text and "everything at 430 ms" in measured.text
+    assert (
+        "3 pieces from 342 to 421 ms" in measured.text and "everything at 430 ms" in measured.text
+    )
     arrivals = DESCRIPTIONS["arrival_curves"]()
     assert "no buffering: 119 bytes in 3 arrivals from 120 to 200 ms" in arrivals.text
     assert "buffering proxy: 119 bytes in 1 arrivals at 420 ms" in arrivals.text
@@ -164,8 +168,14 @@ def test_the_text_functions_are_the_descriptions_words():
     reports = _idle_reports()
     assert plots.idle_silences_text(reports) == figures.idle_silences(reports).text
     series = {"a": [(10.0, 5)], "b": [(20.0, 7)]}
-    assert plots.arrival_curves_text(series, title="t") == figures.arrival_curves(series, title="t").text
-    assert plots.measured_vs_model_text([1, 2], 3, [1, 2]) == figures.measured_vs_model([1, 2], 3, [1, 2]).text
+    assert (
+        plots.arrival_curves_text(series, title="t")
+        == figures.arrival_curves(series, title="t").text
+    )
+    assert (
+        plots.measured_vs_model_text([1, 2], 3, [1, 2])
+        == figures.measured_vs_model([1, 2], 3, [1, 2]).text
+    )
 
 
 def test_show_draws_matplotlib_where_it_can_be_imported_with_the_same_words(description):

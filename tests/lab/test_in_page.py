@@ -89,7 +89,9 @@ def test_in_the_page_the_demo_uses_the_widget_and_no_socket():
     server = browser_demo.DemoServer(prefill_ms=50, per_token_ms=30, in_page=True)
     assert server.running and not server.ensure_running()
     assert not server.socket_path.exists()
-    assert "widget message" in server.describe() and "Simulated here: the network" in server.describe()
+    assert (
+        "widget message" in server.describe() and "Simulated here: the network" in server.describe()
+    )
     demo = browser_demo.BrowserStreamDemo(server)
     assert demo.transport == "widget"
     page = Page()
@@ -104,8 +106,16 @@ def test_in_the_page_the_demo_uses_the_widget_and_no_socket():
     asyncio.run(run())
     events = b"".join(b for _, c, bs in page.messages if c["type"] == "response-body" for b in bs)
     assert b"event: done" in events
-    report = {"demo": demo.demo_id, "kind": "fetch", "run": 1, "status": "done", "text": "x",
-              "times_ms": [1, 2], "reads": 2, "url": "http://lessonkit.local/v1/chat/completions"}
+    report = {
+        "demo": demo.demo_id,
+        "kind": "fetch",
+        "run": 1,
+        "status": "done",
+        "text": "x",
+        "times_ms": [1, 2],
+        "reads": 2,
+        "url": "http://lessonkit.local/v1/chat/completions",
+    }
     demo._on_page_message(demo, {"type": "report", "report": report}, [])
     assert server.reports.latest(demo.demo_id)["fetch"].text == "x"
 

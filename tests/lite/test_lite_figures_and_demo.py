@@ -56,7 +56,8 @@ def test_every_static_figure_is_drawn_as_svg_with_its_words_in_the_browser_kerne
     # In the page: the SVG of a figure output, its <title> the figure's words.
     lite_page.page.evaluate(
         "(html) => { const d = document.createElement('div'); d.id = 'lk-probe';"
-        " d.innerHTML = html; document.body.appendChild(d); }", found["drop"]["html"]
+        " d.innerHTML = html; document.body.appendChild(d); }",
+        found["drop"]["html"],
     )
     title = lite_page.page.locator("#lk-probe svg title").text_content()
     assert title == found["drop"]["text"] and "A drop after 70 bytes" in title
@@ -87,7 +88,11 @@ def test_lesson_03s_demo_grows_token_by_token_in_both_panels_in_the_page(lite_pa
 
     cells = nbformat.read(REPO_ROOT / LESSON_03, as_version=4).cells
     wanted = [i for i in code if "import" in cells[i].source and "browser_demo" in cells[i].source]
-    wanted += [i for i in code if "start_server(" in cells[i].source or "BrowserStreamDemo(" in cells[i].source]
+    wanted += [
+        i
+        for i in code
+        if "start_server(" in cells[i].source or "BrowserStreamDemo(" in cells[i].source
+    ]
     for index in wanted:
         page.evaluate(RUN_CELL_JS, index)
     page.locator(".lk-browser-demo-fetch .lk-text").first.wait_for(timeout=120_000)
@@ -96,7 +101,9 @@ def test_lesson_03s_demo_grows_token_by_token_in_both_panels_in_the_page(lite_pa
     while time.monotonic() < deadline:
         for kind in samples:
             samples[kind].append(_panel_text(page, kind))
-        statuses = [page.locator(f".lk-browser-demo-{k} .lk-status").first.text_content() for k in samples]
+        statuses = [
+            page.locator(f".lk-browser-demo-{k} .lk-status").first.text_content() for k in samples
+        ]
         if all(s == "done" for s in statuses):
             break
         time.sleep(0.05)
