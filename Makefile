@@ -1,7 +1,8 @@
 # The course's two commands: `make lab` opens it, `make test` checks all of it.
 # Both create .venv on the first run (uv when present, else python3 -m venv + pip).
 # `make test` also sets up what its browser and classroom tests drive: a Chromium
-# (tools/ensure_chromium.sh) and JupyterHub's proxy from npm (tools/ensure_hub_proxy.sh).
+# (tools/ensure_chromium.sh), JupyterHub's proxy from npm (tools/ensure_hub_proxy.sh) and
+# axe-core from npm for the accessibility test (tools/ensure_axe.sh).
 
 PYTHON ?= python3
 PORT ?= 8888
@@ -14,6 +15,7 @@ STAMP := $(VENV)/.installed-stamp
 SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/streaming-course.json
 SERVER_SETTINGS := $(VENV)/etc/jupyter/jupyter_server_config.d/streaming-course.json
 CHP := $(VENV)/share/chp/node_modules/.bin/configurable-http-proxy
+AXE := $(VENV)/share/axe/node_modules/axe-core/axe.min.js
 # pyproject.toml adds --nbval-current-env and the sanitize file to every pytest run.
 NBVAL := -p no:cacheprovider
 LINTED := lessonkit tests bench notebooks solutions exercises
@@ -117,7 +119,11 @@ hub-proxy: $(CHP)
 $(CHP): | $(STAMP)
 	@tools/ensure_hub_proxy.sh $(VENV)/share/chp
 
-browser: setup chromium
+# axe-core (npm) for the accessibility test; private to .venv like the hub's proxy.
+$(AXE): | $(STAMP)
+	@tools/ensure_axe.sh $(VENV)/share/axe
+
+browser: setup chromium $(AXE)
 	$(BIN)/pytest tests/browser
 
 # A real JupyterHub on loopback, two users, a browser "on another machine" (tests/hub).

@@ -4,23 +4,27 @@
     def readouts(n_bytes): return {"screen": ...}       pure: lesson04.drop_readouts etc.
     bind(controls, readouts, {"screen": readout})       redraw what changed, on every move
 
-``bind`` calls the readouts function with the controls' values, by name, and
-writes each value it returns into the output of the same name: a text readout,
-an HTML view (a ``views.Html`` value), or a trait of another widget such as a
-slider's ``max``. An output whose value did not change is not written, so a slider
+``bind`` calls the readouts function with the values the learner set, by name, and
+writes each value it returns into the output of the same name: a text readout, an
+HTML view (a ``views.Html`` value), or a trait of a widget such as a slider's ``max``
+or its ``value``. An output whose value did not change is not written, so a slider
 tick redraws only what moved (in the spirit of mpl-interactions).
 
-``Twinned`` / ``Explorer``: where no widget can run (a notebook opened before its
-cells ran, nbconvert, a PDF) the page shows the box's twin, a "Run this cell to open
-..." note with the starting state as text, instead of a raw widget repr.
+``Twinned`` / ``Explorer``: where no live widget can be shown (a notebook opened before
+its cells ran, a saved notebook reopened without its kernel, a kernel that restarted or
+stopped, nbconvert, a PDF) the page shows the box's twin, a "Run this cell to open ..."
+note with the state as text, instead of a raw widget repr or an error.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+import anywidget
 import ipywidgets as widgets
 
 from lessonkit.lab import views
@@ -29,13 +33,27 @@ from lessonkit.lab import views
 Output = widgets.Widget | tuple[widgets.Widget, str]
 
 
+class Lifeline(anywidget.AnyWidget):
+    """An invisible part of every twinned box: marks the box stale once its kernel is gone.
+
+    ipywidgets marks a view disconnected when the kernel restarts, not when the kernel is
+    shut down (culled on a hub, stopped by hand) or replaced; lifeline.js watches for
+    those too. A stale box gives way to its twin (views.TWIN_CSS).
+    """
+
+    _esm = Path(__file__).with_name("lifeline.js")
+    _css = ".lk-lifeline { display: none; }"
+
+
 class Twinned(widgets.VBox):
-    """A box of widgets with a twin: what a page without a running kernel shows instead.
+    """A box of widgets with a twin: what a page shows while the widgets are not live.
 
     The twin is a headline ("Run this cell to open the timeline explorer."), a line
-    saying what the widget lets you do, and optionally the widget's starting state as
-    text. It is the box's text/plain and text/html: JupyterLab shows it for a notebook
-    that has not run (its stored widget views are not trusted), nbval compares it, and
+    saying what the widget lets you do, and optionally the widget's state as text. A
+    cell that shows the box gets two outputs: the twin (text/html and text/plain), then
+    the live widget. The page shows the widget while it is live and the twin otherwise
+    (views.TWIN_CSS): before the cell runs, in a saved notebook reopened without its
+    kernel, after the kernel restarted or stopped. nbval compares the twin, and
     nbconvert or a PDF print it.
     """
 
@@ -48,13 +66,14 @@ class Twinned(widgets.VBox):
         what: str = "",
         text: str = "",
     ) -> None:
-        super().__init__(list(children))
+        super().__init__([*children, Lifeline()])
+        self.add_class("lk-twinned")
         self.add_class(css_class)
         self.headline, self.what, self.twin_state = headline, what, text
 
     @property
     def text_twin(self) -> str:
-        """Return what a page without a running kernel shows in place of the widget (text)."""
+        """Return what a page without a live widget shows in its place (text)."""
         lines = [f"▶ {self.headline}"]
         if self.what:
             lines.append(f"  {self.what}")
@@ -62,14 +81,28 @@ class Twinned(widgets.VBox):
             lines += ["", self.twin_state]
         return "\n".join(lines)
 
+    def twin_bundle(self) -> dict[str, str]:
+        """Return the twin as a display bundle: its text/html and text/plain."""
+        return {
+            "text/html": views.twin_html(self.headline, self.what, self.twin_state),
+            "text/plain": self.text_twin,
+        }
+
     def __repr__(self) -> str:
         return self.text_twin
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict:
         bundle = super()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = self.text_twin  # ipywidgets would cut the repr at 110 characters
-        bundle["text/html"] = views.twin_html(self.headline, self.what, self.twin_state)
-        return bundle
+        return {**bundle, **self.twin_bundle()}  # ipywidgets would cut the repr at 110 characters
+
+    def _ipython_display_(self) -> None:
+        """Show two outputs: the twin, then the live widget alone (views.TWIN_CSS picks one)."""
+        from IPython.display import display
+
+        display(self.twin_bundle(), raw=True)
+        live = super()._repr_mimebundle_()
+        live.pop("text/plain", None)  # the twin above is the text of this cell
+        display(live, raw=True)
 
 
 class Explorer(Twinned):
@@ -99,50 +132,52 @@ def bind(
     readouts: Callable[..., Mapping[str, Any]],
     outputs: Mapping[str, Output],
 ) -> Callable[[], None]:
-    """Show readouts(**control values) in `outputs` now and after every control change.
+    """Show readouts(**what the learner set) in `outputs`, now and after every control change.
 
-    Returns the update function. Keys of the readouts that name no output are
-    ignored. If writing an output moves a control (a smaller ``max`` clamps a
-    slider), the readouts are computed once more with the new values.
+    Returns the function that shows them again. Keys of the readouts that name no
+    output are ignored; outputs are written in the readouts' order (a slider's ``max``
+    before its ``value``). One pass per change: when writing an output moves a control
+    (a smaller ``max`` clamps a slider), that move is bind's own, not the learner's, so
+    the readouts keep the value the learner set. They clamp it themselves, and may
+    return the value the control should show, as an output naming the control's
+    ``value`` trait: a control that had to move comes back when there is room again.
     """
-    shown: dict[str, Any] = {}
-    state = {"busy": False, "again": False}
+    asked = {name: control.value for name, control in controls.items()}
+    writing = False
 
-    def update(_change: Any = None) -> None:
-        if state["busy"]:  # a control moved because we wrote an output: go round once more
-            state["again"] = True
-            return
-        state["busy"] = True
+    def show() -> None:
+        nonlocal writing
+        values = readouts(**asked)
+        writing = True
         try:
-            for _ in range(3):
-                state["again"] = False
-                values = readouts(**{name: c.value for name, c in controls.items()})
-                for name, value in values.items():
-                    if name in outputs and shown.get(name, _UNSET) != value:
-                        shown[name] = value
-                        write(outputs[name], value)
-                if not state["again"]:
-                    break
+            for name, value in values.items():
+                if name in outputs:
+                    write(outputs[name], value)
         finally:
-            state["busy"] = False
+            writing = False
 
-    for control in controls.values():
-        control.observe(update, names="value")
-    update()
-    return update
+    def changed(name: str, change: Mapping[str, Any]) -> None:
+        if writing:  # bind wrote an output, which moved this control: not the learner's move
+            return
+        asked[name] = change["new"]
+        show()
 
-
-_UNSET = object()
+    for name, control in controls.items():
+        control.observe(functools.partial(changed, name), names="value")
+    show()
+    return show
 
 
 def write(output: Output, value: Any) -> None:
-    """Put `value` into one output: a trait, escaped text or raw HTML in a readout, a value."""
+    """Put `value` into one output unless it is there already: a trait, text, HTML or a value."""
     if isinstance(output, tuple):
         widget, trait = output
-        setattr(widget, trait, value)
-    elif isinstance(output, widgets.HTML):
-        output.value = value if isinstance(value, views.Html) else monospace(str(value))
-    else:
+        if getattr(widget, trait) != value:
+            setattr(widget, trait, value)
+        return
+    if isinstance(output, widgets.HTML):
+        value = value if isinstance(value, views.Html) else monospace(str(value))
+    if output.value != value:
         output.value = value
 
 
@@ -172,23 +207,9 @@ def figure(css_class: str) -> widgets.HTML:
 
 
 def styled(control: widgets.Widget, css_class: str) -> widgets.Widget:
-    """Return `control` with a CSS class and its whole description shown."""
+    """Return `control` with a CSS class and, for a stock widget, its whole description shown."""
     control.add_class(css_class)
-    if hasattr(control, "style") and hasattr(control.style, "description_width"):
-        control.style.description_width = "initial"  # show "per token ms" in full
+    style = getattr(control, "style", None)
+    if style is not None and hasattr(style, "description_width"):
+        style.description_width = "initial"  # show "cut after bytes" in full
     return control
-
-
-def played(slider: widgets.IntSlider, interval_ms: int) -> widgets.HBox:
-    """Return [Play | slider], the Play widget linked to the slider in the kernel.
-
-    A Play widget only ticks in a browser; the animation itself is the slider's callback.
-    """
-    play = widgets.Play(
-        value=slider.value, min=slider.min, max=slider.max, step=slider.step, interval=interval_ms
-    )
-    play.add_class("lk-play")
-    widgets.link((play, "value"), (slider, "value"))
-    widgets.link((play, "max"), (slider, "max"))
-    widgets.link((play, "step"), (slider, "step"))
-    return widgets.HBox([play, slider])

@@ -23,6 +23,14 @@
 // server (REPORT_PATH): a running cell cannot read widget messages, but that server
 // runs in a thread of the kernel, so the cell after the demo can (BrowserStreamDemo.
 // browser_report()).
+//
+// In the zero-install edition (JupyterLite, the kernel in this tab, model transport
+// "widget") there is no Jupyter server and no socket: each request goes to the kernel as
+// a widget message, the kernel runs the same app and sends each piece of the body back
+// as a widget message the moment the app writes it (lessonkit/lab/in_page.py), and
+// kernelFetch() below turns those into a Response whose body is a ReadableStream. The
+// fetch panel reads it with the same code; the EventSource panel, since an EventSource
+// cannot be given a stream, reads the same GET by EventSource's rules (EventBlocks).
 
 const REPORT_PATH = "/lessonkit-demo/report";
 const ROUTE = "lessonkit/demo"; // the same path is in lessonkit/serve/jupyter_route.py
@@ -72,6 +80,11 @@ export class EventBlocks {
   }
 
   feed(text) {
+    return this.feedEvents(text).map((event) => event.data);
+  }
+
+  /** Like feed(), with each event's type: [{type, data}] ("message" without an event: line). */
+  feedEvents(text) {
     if (!text) return [];
     let piece = text;
     if (this.afterCR && piece.startsWith("\n")) piece = piece.slice(1);
@@ -84,16 +97,101 @@ export class EventBlocks {
       const block = this.buffer.slice(0, end);
       this.buffer = this.buffer.slice(end + 2);
       this.searchFrom = 0;
-      const data = block
-        .split("\n")
+      const lines = block.split("\n");
+      const data = lines
         .filter((line) => line.startsWith("data:"))
         .map((line) => line.slice(5).replace(/^ /, ""))
         .join("\n");
-      if (data) events.push(data);
+      const named = lines.filter((line) => line.startsWith("event:")).pop();
+      const type = named ? named.slice(6).replace(/^ /, "") : "message";
+      if (data) events.push({ type: type || "message", data });
     }
     this.searchFrom = Math.max(0, this.buffer.length - 1);
     return events;
   }
+}
+
+// --- the zero-install edition: HTTP over widget messages ---------------------------------
+
+const IN_PAGE_ORIGIN = "http://lessonkit.local"; // what the panels show as the server
+
+/**
+ * Return a fetch() that sends each request to the kernel as a widget message.
+ *
+ * Its Response's body is a ReadableStream fed by the kernel's messages, one chunk per
+ * write of the app, as they come: the same stream a network would give.
+ */
+export function kernelFetcher(model) {
+  const open = new Map(); // request id -> {resolve, reject, controller}
+  let next = 0;
+  const onMessage = (message, buffers) => {
+    const entry = message && open.get(message.id);
+    if (!entry) return;
+    if (message.type === "response-start") {
+      const body = new ReadableStream({
+        start(controller) {
+          entry.controller = controller;
+        },
+        cancel() {
+          open.delete(message.id);
+          model.send({ type: "abort", id: message.id });
+        },
+      });
+      entry.resolve(new Response(body, { status: message.status, headers: message.headers }));
+    } else if (message.type === "response-body" && entry.controller) {
+      for (const buffer of buffers || []) {
+        const view = buffer instanceof ArrayBuffer ? new Uint8Array(buffer)
+          : new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+        entry.controller.enqueue(view.slice()); // a copy: the message's buffer is not ours
+      }
+    } else if (message.type === "response-end") {
+      open.delete(message.id);
+      if (!entry.controller) entry.reject(new Error(message.error || "no response"));
+      else if (message.error) entry.controller.error(new Error(message.error));
+      else entry.controller.close();
+    }
+  };
+  model.on("msg:custom", onMessage);
+  const fetchInKernel = (path, init = {}) => new Promise((resolve, reject) => {
+    const id = `r${(next += 1)}`;
+    const entry = { resolve, reject, controller: null };
+    open.set(id, entry);
+    const body = init.body ? [new TextEncoder().encode(init.body)] : [];
+    model.send({ type: "request", id, method: init.method || "GET", path, headers: init.headers || {} },
+      undefined, body.map((b) => b.buffer));
+    if (init.signal) {
+      init.signal.addEventListener("abort", () => {
+        if (!open.has(id)) return;
+        open.delete(id);
+        model.send({ type: "abort", id });
+        const error = new DOMException("aborted", "AbortError");
+        if (entry.controller) entry.controller.error(error);
+        else reject(error);
+      });
+    }
+  });
+  fetchInKernel.dispose = () => model.off("msg:custom", onMessage);
+  return fetchInKernel;
+}
+
+// How a panel reaches the server: through the Jupyter server's route (the full edition)
+// or through the kernel's widget messages (the zero-install edition).
+function network(model) {
+  if (model.get("transport") === "widget") {
+    const inKernel = kernelFetcher(model);
+    return {
+      inPage: true,
+      url: (path) => `${IN_PAGE_ORIGIN}${path}`,
+      fetch: (path, init) => inKernel(path, init),
+      dispose: inKernel.dispose,
+    };
+  }
+  return {
+    inPage: false,
+    url: (path) => demoUrl(model.get("socket_name"), path),
+    fetch: (path, init) => fetch(demoUrl(model.get("socket_name"), path), init),
+    dispose: () => {},
+  };
 }
 
 function panel(el, kind, title, detail) {
@@ -117,6 +215,7 @@ function panel(el, kind, title, detail) {
 // True if the kernel's server made this demo. A notebook reopened later shows the demo
 // from its saved state, with a socket name that no longer belongs to it: nothing is streamed then.
 async function serverKnowsDemo(model) {
+  if (model.get("transport") === "widget") return true; // the kernel that drew it serves it
   if (!model.get("reports")) return true; // a demo made from a socket name: nothing to ask
   const query = `?demo=${encodeURIComponent(model.get("demo_id"))}`;
   const url = demoUrl(model.get("socket_name"), `${REPORT_PATH}${query}`);
@@ -129,6 +228,10 @@ async function serverKnowsDemo(model) {
 
 function reportToKernel(model, report) {
   if (!model.get("reports")) return; // a demo made from a socket name has no report book
+  if (model.get("transport") === "widget") {
+    model.send({ type: "report", report: { demo: model.get("demo_id"), ...report } });
+    return;
+  }
   fetch(demoUrl(model.get("socket_name"), REPORT_PATH), {
     method: "POST",
     headers: { "Content-Type": "application/json", ...xsrfHeaders() },
@@ -200,7 +303,44 @@ async function httpError(response) {
   return `error: HTTP ${status}`;
 }
 
-function runEventSource(model, view, run) {
+// The EventSource panel in the page's kernel: the same GET, read by EventSource's rules
+// (an EventSource object can only open a URL, and there is none to open here).
+function runEventSourceInKernel(net, model, view, run) {
+  const path = `/v1/stream?prompt=${encodeURIComponent(model.get("prompt"))}`;
+  const rec = recorder(model, view, "eventsource", run, net.url(path));
+  const controller = new AbortController();
+  (async () => {
+    try {
+      const response = await net.fetch(path, { headers: { Accept: "text/event-stream" }, signal: controller.signal });
+      if (!response.ok) {
+        rec.finish(`error: HTTP ${response.status}`);
+        return;
+      }
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder("utf-8");
+      const events = new EventBlocks();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        for (const event of events.feedEvents(decoder.decode(value, { stream: true }))) {
+          if (event.type === "done") {
+            controller.abort(); // as source.close(): no reconnecting
+            rec.finish("done");
+            return;
+          }
+          if (event.type === "message") rec.token(JSON.parse(event.data).delta);
+        }
+      }
+      rec.finish("error: the stream ended without its done event");
+    } catch (error) {
+      if (error.name !== "AbortError") rec.finish(`error: ${error.message}`);
+    }
+  })();
+  return () => controller.abort();
+}
+
+function runEventSource(net, model, view, run) {
+  if (net.inPage) return runEventSourceInKernel(net, model, view, run);
   const url = demoUrl(model.get("socket_name"), `/v1/stream?prompt=${encodeURIComponent(model.get("prompt"))}`);
   const rec = recorder(model, view, "eventsource", run, url);
   const source = new EventSource(url); // sends Accept: text/event-stream itself
@@ -217,8 +357,8 @@ function runEventSource(model, view, run) {
   return () => source.close();
 }
 
-async function runFetch(model, view, run, signal) {
-  const url = demoUrl(model.get("socket_name"), "/v1/chat/completions");
+async function runFetch(net, model, view, run, signal) {
+  const url = net.url("/v1/chat/completions");
   const rec = recorder(model, view, "fetch", run, url);
   const headers = {
     "Content-Type": "application/json",
@@ -232,7 +372,7 @@ async function runFetch(model, view, run, signal) {
   const accept = model.get("fetch_accept");
   if (accept) headers.Accept = accept;
   try {
-    const response = await fetch(url, {
+    const response = await net.fetch("/v1/chat/completions", {
       method: "POST",
       headers,
       body: JSON.stringify({
@@ -272,6 +412,7 @@ async function runFetch(model, view, run, signal) {
 function render({ model, el }) {
   el.classList.add("lk-browser-demo");
   const kinds = model.get("panels");
+  const net = network(model);
   const views = {};
   if (kinds.includes("eventsource")) {
     views.eventsource = panel(el, "eventsource", "EventSource", "GET /v1/stream (no headers, no body)");
@@ -303,8 +444,8 @@ function render({ model, el }) {
       return;
     }
     if (thisRun !== run) return; // a newer start came in meanwhile
-    if (views.eventsource) stopEventSource = runEventSource(model, views.eventsource, run);
-    if (views.fetch) runFetch(model, views.fetch, run, controller.signal);
+    if (views.eventsource) stopEventSource = runEventSource(net, model, views.eventsource, run);
+    if (views.fetch) runFetch(net, model, views.fetch, run, controller.signal);
   };
   button.addEventListener("click", () => {
     // If the kernel's server was stopped, the kernel starts it again and says so (below).
@@ -320,6 +461,7 @@ function render({ model, el }) {
     model.off("msg:custom", onMessage);
     stopEventSource();
     controller.abort();
+    net.dispose();
   };
 }
 

@@ -22,6 +22,17 @@ in token by token:
                                    ``Accept: text/event-stream``, response.body read with
                                    decoder.decode(bytes, {stream: true})
 
+In the zero-install edition (JupyterLite: the kernel is Pyodide in the page itself,
+``sys.platform == "emscripten"``) there is no Jupyter server to route through and no
+socket. There the widget itself is the network (``transport = "widget"``): the page
+sends each request to the kernel as a widget message, the kernel runs the same
+Starlette app on its own event loop and sends every ``http.response.body`` message
+back as a widget message the moment the app sends it (lessonkit.lab.in_page), and the
+page turns those into a ``Response`` whose body is a ReadableStream, read by the same
+code as in the full edition; the EventSource panel reads the same GET with the
+browser's own EventSource rules (lines, events, ``event: done``), since an EventSource
+object cannot be given a stream. The answer arrives in the page token by token either way.
+
 Each panel has ``.lk-text`` (one ``span.lk-token`` per token), ``.lk-status``
 ("streaming", then "done") and ``.lk-timing``. A cell that runs cannot read widget
 messages (the kernel handles them between cells), so the page also POSTs what each
@@ -35,6 +46,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import sys
 import threading
 import time
 import uuid
@@ -51,6 +63,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from lessonkit.core import llm
+from lessonkit.lab import in_page
 from lessonkit.serve import demo_socket
 from lessonkit.serve.app import create_app
 from lessonkit.serve.background import BackgroundServer
@@ -75,16 +88,22 @@ MAX_REPORT_BYTES = 64 * 1024
 # Slow enough to watch each token land; the lesson's 40 ms blurs into one motion.
 DEMO_PER_TOKEN_MS = 120
 
+# Theme variables only, so the light, dark and high-contrast themes all read at 4.5:1.
 _CSS = """
-.lk-browser-demo { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
-.lk-browser-demo-panel { flex: 1 1 280px; border: 1px solid #999; border-radius: 4px; padding: 8px; }
+.lk-browser-demo { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start;
+  color: var(--jp-content-font-color1); }
+.lk-browser-demo-panel { flex: 1 1 280px; border: 1px solid var(--jp-border-color1);
+  border-radius: 4px; padding: 8px; }
 .lk-browser-demo .lk-title { font-weight: bold; }
-.lk-browser-demo .lk-detail, .lk-browser-demo .lk-timing { font-size: 85%; color: #555; }
-.lk-browser-demo .lk-url { font-size: 75%; color: #555; word-break: break-all; }
+.lk-browser-demo .lk-detail, .lk-browser-demo .lk-timing { font-size: 85%; }
+.lk-browser-demo .lk-url { font-size: 85%; word-break: break-all; font-family: monospace; }
 .lk-browser-demo .lk-text { min-height: 2.5em; margin: 6px 0; white-space: pre-wrap; }
-.lk-browser-demo .lk-token { border-bottom: 2px solid #56B4E9; }
+.lk-browser-demo .lk-token { border-bottom: 2px solid var(--jp-brand-color1); }
 .lk-browser-demo .lk-status { font-family: monospace; }
-.lk-browser-demo-run { flex-basis: 100%; width: max-content; }
+.lk-browser-demo-run { flex-basis: 100%; width: max-content; color: var(--jp-ui-font-color1);
+  background: var(--jp-layout-color2); border: 1px solid var(--jp-border-color1);
+  border-radius: 3px; padding: 2px 8px; font: inherit; cursor: pointer; }
+.lk-browser-demo-run:focus-visible { outline: 2px solid var(--jp-brand-color1); }
 """
 
 
@@ -130,8 +149,9 @@ class BrowserReport:
     def __str__(self) -> str:
         if not self.panels:
             return (
-                f"No page reported back within {self.waited_s:.0f} s: no browser is showing the "
-                "demo (a headless run such as nbval or nbconvert), so nothing was received."
+                "Nothing to report: no browser showed the demo above (nothing reported back"
+                f" within {self.waited_s:.0f} s). Run these cells in JupyterLab to see what"
+                " your own page receives."
             )
         some = next(iter(self.panels.values()))
         path = urlsplit(some.url).path
@@ -221,16 +241,30 @@ class DemoServer:
     `stop()`. The kernel itself talks to it with `client()`.
     """
 
-    def __init__(self, prefill_ms: float = 300, per_token_ms: float = DEMO_PER_TOKEN_MS) -> None:
+    def __init__(
+        self,
+        prefill_ms: float = 300,
+        per_token_ms: float = DEMO_PER_TOKEN_MS,
+        *,
+        in_page: bool | None = None,
+    ) -> None:
         self.settings = Settings.from_options(prefill_ms=prefill_ms, per_token_ms=per_token_ms)
         self.reports = ReportBook()
         self.socket_name = demo_socket.new_socket_name()
         self._background: BackgroundServer | None = None
         self._lock = threading.Lock()
+        # In the page (the browser kernel): no socket and no thread; the widget carries the
+        # requests and the app runs on the kernel's own event loop when one comes.
+        self.in_page = sys.platform == "emscripten" if in_page is None else in_page
+        self.page_app: Any = (
+            self._with_report_route(create_app(self.settings)) if self.in_page else None
+        )
 
     @property
     def running(self) -> bool:
-        """True while the server thread serves."""
+        """True while the server serves (in the page: always, it runs when a request comes)."""
+        if self.in_page:
+            return True
         background = self._background
         return background is not None and background.thread.is_alive()
 
@@ -247,7 +281,7 @@ class DemoServer:
     def ensure_running(self) -> bool:
         """Start the server unless it runs; return True if it had to be started."""
         with self._lock:
-            if self.running:
+            if self.in_page or self.running:
                 return False
             app = create_app(self.settings)
             self._background = _serve_on_socket(
@@ -297,6 +331,13 @@ class DemoServer:
 
     def describe(self) -> str:
         """Return one stable line about the server (no socket name: it changes every run)."""
+        if self.in_page:
+            return (
+                f"The demo's server runs in this kernel (prefill {self.settings.prefill_ms:g} ms, "
+                f"{self.settings.per_token_ms:g} ms per token), in your browser tab itself.\n"
+                "Simulated here: the network. There is no socket in this edition; each request "
+                "and each piece of the answer travels as a widget message between page and kernel."
+            )
         return (
             f"The demo's server runs in this kernel (prefill {self.settings.prefill_ms:g} ms, "
             f"{self.settings.per_token_ms:g} ms per token) until the kernel stops.\n"
@@ -354,7 +395,8 @@ def start_server(prefill_ms: float = 300, per_token_ms: float = DEMO_PER_TOKEN_M
     server = _KERNEL_SERVERS.get(key)
     if server is None:
         server = _KERNEL_SERVERS[key] = DemoServer(prefill_ms, per_token_ms)
-        atexit.register(server.stop)
+        if not server.in_page:
+            atexit.register(server.stop)
     server.ensure_running()
     return server
 
@@ -373,6 +415,9 @@ class BrowserStreamDemo(anywidget.AnyWidget):
     demo_id = traitlets.Unicode("").tag(sync=True)
     prompt = traitlets.Unicode(llm.RUNNING_PROMPT).tag(sync=True)
     panels = traitlets.List(traitlets.Unicode(), list(PANELS)).tag(sync=True)
+    # "route": requests go through the Jupyter server's course route to the socket (the full
+    # edition); "widget": they go to this kernel as widget messages (the browser kernel).
+    transport = traitlets.Unicode("route").tag(sync=True)
     # What an SSE client asks for; "" leaves the header out (the route streams either way).
     fetch_accept = traitlets.Unicode("text/event-stream").tag(sync=True)
     # Written by the page (read them once the kernel is idle again).
@@ -406,11 +451,18 @@ class BrowserStreamDemo(anywidget.AnyWidget):
         unknown = set(kwargs.get("panels", PANELS)) - set(PANELS)
         if unknown:
             raise ValueError(f"panels must be among {', '.join(PANELS)}, got {sorted(unknown)}")
+        in_the_page = self._server is not None and self._server.in_page
         super().__init__(
             socket_name=name,
             reports=self._server is not None,
             demo_id=uuid.uuid4().hex,
+            transport="widget" if in_the_page else "route",
             **kwargs,
+        )
+        self._page_requests = (
+            in_page.PageRequests(self._server.page_app, lambda *a, **k: self.send(*a, **k))
+            if in_the_page
+            else None
         )
         self._created = time.monotonic()
         if self._server is not None:
@@ -418,8 +470,23 @@ class BrowserStreamDemo(anywidget.AnyWidget):
         self.add_class("lk-browser-demo-widget")
         self.on_msg(self._on_page_message)
 
-    def _on_page_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """Start the server again if it was stopped (the page asks on "Stream again")."""
+    def _on_page_message(self, _widget: Any, content: Any, buffers: Any) -> None:
+        """Start the server again if it was stopped (the page asks on "Stream again").
+
+        In the page (transport "widget"), also: a request to serve, a request to abort,
+        or a panel's report (which the full edition POSTs to the report route instead).
+        """
+        kind = content.get("type") if isinstance(content, dict) else None
+        if self._page_requests is not None and kind in in_page.PAGE_MESSAGES:
+            self._page_requests.handle(content, buffers)
+            return
+        if self._server is not None and kind == "report":
+            try:
+                demo, report = _panel_report(content.get("report"))
+                self._server.reports.record(demo, report)
+            except (ValueError, LookupError) as error:
+                self.send({"type": "report-refused", "error": str(error)})
+            return
         if self._server is not None and content == {"type": "ensure-server"}:
             if self._server.ensure_running():  # on the same socket: the page's URLs hold
                 self.send({"type": "server-restarted"})
@@ -437,6 +504,8 @@ class BrowserStreamDemo(anywidget.AnyWidget):
                 "make it with BrowserStreamDemo(browser_demo.start_server())"
             )
         book, started = self._server.reports, time.monotonic()
+        if self._server.in_page:
+            return self._report_in_page(grace_s=grace_s, timeout_s=timeout_s)
         with book.changed:
             while True:
                 panels = book.latest(self.demo_id)
@@ -450,9 +519,46 @@ class BrowserStreamDemo(anywidget.AnyWidget):
                     return BrowserReport(_in_order(panels), "still streaming", now - started)
                 book.changed.wait(timeout=0.25)
 
+    def _report_in_page(self, *, grace_s: float, timeout_s: float) -> BrowserReport:
+        """browser_report() in the browser kernel: no thread, so it waits by pausing Python.
+
+        The page's reports arrive as widget messages, which the kernel handles only while
+        this cell lets it (in_page.pause: the event loop runs while Python waits). Where
+        Python cannot pause, the reports that have arrived so far are all there is.
+        """
+        book, started = self._server.reports, time.monotonic()  # type: ignore[union-attr]
+        while True:
+            panels = book.latest(self.demo_id)
+            now = time.monotonic()
+            if panels and set(panels) >= set(self.panels):
+                if all(p.finished for p in panels.values()):
+                    return BrowserReport(_in_order(panels), "finished", now - started)
+            elif now - self._created > grace_s:
+                return BrowserReport({}, "no browser", now - started)
+            if now - started > timeout_s or not in_page.pause(0.25):
+                return BrowserReport(_in_order(panels), "still streaming", now - started)
+
     def __repr__(self) -> str:
         # The plain-text twin of the widget: stable across runs (no address, no port).
         return "BrowserStreamDemo(EventSource and fetch side by side; runs in a live page)"
+
+    def twinned(self) -> Any:
+        """Return the demo in a twinned box: "Run this cell ..." wherever it cannot stream."""
+        from lessonkit.lab.binding import Twinned
+
+        return Twinned(
+            [self],
+            css_class="lk-browser-demo-box",
+            headline="Run this cell to open the browser demo.",
+            what="In a live JupyterLab page, two panels read the same answer in your browser,"
+            " one with EventSource and one with fetch, token by token."
+            + (" (This kernel's server is not running now: run the cells above again.)"
+               if self._server is not None and not self._server.running else ""),
+        )  # fmt: skip
+
+    def _ipython_display_(self) -> None:
+        """Show the demo the way the explorers show: its twin, then the live panels."""
+        self.twinned()._ipython_display_()
 
 
 def _in_order(panels: dict[str, PanelReport]) -> dict[str, PanelReport]:

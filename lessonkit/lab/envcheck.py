@@ -68,9 +68,10 @@ def widget_check():
     """
     import ipywidgets as widgets
 
-    from lessonkit.lab.widgets import Twinned
+    from lessonkit.lab.binding import Twinned
+    from lessonkit.lab.controls import Slider
 
-    slider = widgets.IntSlider(value=0, min=0, max=10, description="drag me")
+    slider = Slider(0, 0, 10, description="drag me")  # the course's own: it has a name
     label = widgets.Label(slider_text(slider.value))
     label.add_class("lk-envcheck-readout")
 

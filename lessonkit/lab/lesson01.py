@@ -1,24 +1,29 @@
 """Lesson 01, why streaming: the state behind its explorers (state in, state out).
 
-    decode_steps, decode_step_text          the prefill/decode loop, one pass per token
-    timeline_view, timeline_readouts,       the timeline explorer: what each user sees at t
-      timeline_panes, timeline_text
-    cancel_view, cancel_readouts,           stop early: tokens, time and money saved
-      cancel_text
+    decode_steps, decode_step_text,         the prefill/decode loop, one pass per token
+      decode_readouts
+    timeline_view, timeline_panes,          the timeline explorer: what each user sees at t
+      timeline_text, timeline_readouts
+    cancel_view, cancel_text,               stop early: tokens, time and money saved
+      cancel_readouts
     idle_report, idle_text                  proxy idle timeouts and heartbeats
     decode_speed, decode_speed_text         tokens per second and words a minute
     fit_timing                              a measured stream's prefill and per-token times
     line_ready_times                        render sooner: when each markdown line is safe
 
-Pure: no widgets, no clocks. lessonkit.lab.widgets and lessonkit.lab.views draw these.
+Pure: no widgets, no clocks. Each ``*_readouts`` function is one explorer's whole state
+for its controls' values, by name (what lessonkit.lab.binding.bind shows; tests call the
+same functions); it draws with lessonkit.lab.views and lessonkit.lab.svg.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lessonkit.core import llm, timeline
+from lessonkit.lab import svg, views
 
 EOS = "<eos>"  # the end-of-sequence token, drawn the way a model vocabulary names it
 
@@ -120,6 +125,13 @@ def decode_step_text(step: DecodeStep) -> str:
     return line
 
 
+def decode_readouts(index: int, *, steps: Sequence[DecodeStep]) -> dict[str, Any]:
+    """Return what the decode-loop player shows for pass `index`: the boxes and the pass in words."""
+    step = steps[max(0, min(index, len(steps) - 1))]
+    caption = decode_step_text(step)
+    return {"view": views.Html(views.decode_step_html(step, caption)), "text": caption}
+
+
 def explorer_tokens(n_tokens: int) -> tuple[str, ...]:
     """Return `n_tokens` tokens: the running answer's first ones, or a longer seeded answer."""
     running = tuple(llm.tokenize(llm.RUNNING_ANSWER))
@@ -186,8 +198,8 @@ def timeline_view(
     )
 
 
-def timeline_readouts(view: TimelineView) -> dict[str, str]:
-    """Return the explorer's readouts by name: t, ttft, blocking, total, visible."""
+def _timeline_lines(view: TimelineView) -> dict[str, str]:
+    """Return the timeline's five lines of text by name: t, ttft, blocking, total, visible."""
     timings = view.timings
     return {
         "t": f"t = {view.t_ms:,.0f} ms",
@@ -195,6 +207,50 @@ def timeline_readouts(view: TimelineView) -> dict[str, str]:
         "blocking": f"blocking: first text at {timings.blocking_first_ms:,.0f} ms",
         "total": f"both finish at {timings.total_ms:,.0f} ms",
         "visible": f"{view.frame.tokens_visible} of {view.n_tokens} tokens on screen",
+    }
+
+
+def round_step(step: int) -> int:
+    """Return the largest 1, 2 or 5 x 10^k that is <= step (at least 1).
+
+    A round slider step keeps round start values (t = 400 ms) on the slider's grid, so the
+    browser does not snap them to a neighbour.
+    """
+    best = 1
+    scale = 1
+    while scale <= step:
+        for factor in (1, 2, 5):
+            if factor * scale <= step:
+                best = factor * scale
+        scale *= 10
+    return best
+
+
+def timeline_readouts(
+    t_ms: int,
+    *,
+    prefill_ms: int = 300,
+    per_token_ms: int = 40,
+    n_tokens: int = 6,
+    latency_ms: int = 0,
+) -> dict[str, Any]:
+    """Return everything the timeline explorer shows for these slider values, by name.
+
+    The five lines (t, ttft, blocking, total, visible), both screens, the SVG plot, the
+    time slider's end and step (t_max, t_step) and the time it shows (t_ms: the asked time,
+    or the end of the axis when that is earlier), and the frame as text (text).
+    """
+    speeds = {"prefill_ms": prefill_ms, "per_token_ms": per_token_ms, "n_tokens": n_tokens}
+    t_max = int(timeline_t_max_ms(latency_ms=latency_ms, **speeds))
+    view = timeline_view(min(t_ms, t_max), latency_ms=latency_ms, **speeds)
+    return {
+        **_timeline_lines(view),
+        "screens": views.Html(views.timeline_panes_html(*timeline_panes(view))),
+        "plot": svg.timeline_svg(view),
+        "t_max": t_max,
+        "t_step": round_step(t_max // 100),
+        "t_ms": min(t_ms, t_max),
+        "text": timeline_text(view),
     }
 
 
@@ -217,7 +273,7 @@ def timeline_panes(view: TimelineView, *, max_chars: int = 160) -> tuple[str, st
 def timeline_text(view: TimelineView) -> str:
     """Return a plain-text frame of the explorer (its twin for nbval, nbconvert and PDF)."""
     blocking, streaming = timeline_panes(view, max_chars=70)
-    r = timeline_readouts(view)
+    r = _timeline_lines(view)
     return "\n".join(
         [
             f"{r['t']}  (phase: {view.frame.phase}; {r['visible']})",
@@ -275,8 +331,8 @@ def cancel_view(
     )
 
 
-def cancel_readouts(view: CancelView) -> dict[str, str]:
-    """Return the cancel explorer's readouts by name: generated, saved, time, cost, seen."""
+def _cancel_lines(view: CancelView) -> dict[str, str]:
+    """Return the stop-early lines of text by name: seen, generated, saved, time, cost."""
     spent = view.usd_per_thousand_answers(view.tokens_generated)
     saved = view.usd_per_thousand_answers(view.tokens_saved)
     return {
@@ -296,11 +352,34 @@ def cancel_readouts(view: CancelView) -> dict[str, str]:
 
 def cancel_text(view: CancelView) -> str:
     """Return a plain-text summary of a cancel point (the explorer's headless twin)."""
-    r = cancel_readouts(view)
+    r = _cancel_lines(view)
     return "\n".join(
         [f"stop at {view.cancel_at_ms:,.0f} ms"]
         + [f"  {r[k]}" for k in ("seen", "generated", "saved", "time", "cost")]
     )
+
+
+def cancel_readouts(
+    cancel_at_ms: int,
+    usd_per_million_tokens: float = 10.0,
+    *,
+    n_tokens: int = 500,
+    prefill_ms: int = 300,
+    per_token_ms: int = 40,
+) -> dict[str, Any]:
+    """Return everything the stop-early explorer shows for a stop time and a price, by name.
+
+    The five lines (seen, generated, saved, time, cost), the SVG bar (plot) and the
+    summary as text (text).
+    """
+    view = cancel_view(
+        cancel_at_ms,
+        n_tokens=n_tokens,
+        prefill_ms=prefill_ms,
+        per_token_ms=per_token_ms,
+        usd_per_million_tokens=usd_per_million_tokens,
+    )
+    return {**_cancel_lines(view), "plot": svg.cancel_svg(view), "text": cancel_text(view)}
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,11 @@
 
     sse_field_rows, field_rows_text        the standard fields, encoded and decoded back
     wire_rows, row_summary, wire_rows_text the wire inspector (lesson / openai / anthropic)
+      wire_readouts
     final_events, side_by_side             the end of the stream: [DONE] vs message_stop
     screens_after                          deltas append, never replace
     walkthrough_steps, walk_step_text      one streamed answer, end to end, in five steps
+      walkthrough_readouts
 
 The HTTP framing (response head, chunked encoding, HTTP/2-3 frames) is in
 lessonkit.core.framing; the HTML versions of these tables are in lessonkit.lab.views.
@@ -13,12 +15,16 @@ lessonkit.core.framing; the HTML versions of these tables are in lessonkit.lab.v
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lessonkit.core import dialects, llm, sse
 from lessonkit.core.framing import encode_chunked, request_bytes
+from lessonkit.lab import views
 from lessonkit.lab.views import event_text, show_newlines
+
+DIALECTS = ("lesson", "openai", "anthropic")
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,35 @@ def wire_rows_text(rows: Iterable[WireRow], *, max_bytes: int = 90) -> str:
             f"          -> {row_summary(row)}\n          screen: {row.screen!r}"
         )
     return "\n".join(out)
+
+
+def dialect_rows(prompt: str = llm.RUNNING_PROMPT) -> dict[str, list[WireRow]]:
+    """Return wire_rows(dialect, prompt) for each of the three dialects, by name."""
+    return {dialect: wire_rows(dialect, prompt) for dialect in DIALECTS}
+
+
+def wire_readouts(
+    dialect: str, upto: int, *, rows: Mapping[str, Sequence[WireRow]] | None = None
+) -> dict[str, Any]:
+    """Return what the wire inspector shows for a dialect and a write number, by name.
+
+    The last write's number (last, the slider's end), the write shown (upto: the asked
+    one, or the last when the dialect has fewer writes), the bytes so far (view), what
+    the write means (meaning), the screen after it (screen) and the writes so far as
+    text (text).
+    `rows` is dialect_rows(), computed once by the explorer (and here when it is None).
+    """
+    rows_of = rows[dialect] if rows is not None else wire_rows(dialect)
+    shown = max(0, min(upto, len(rows_of) - 1))
+    row = rows_of[shown]
+    return {
+        "last": len(rows_of) - 1,
+        "upto": shown,
+        "view": views.Html(views.inspector_html(rows_of, shown)),
+        "meaning": f"write {row.index} at {row.at_ms:.0f} ms: {row_summary(row)}",
+        "screen": f"screen: {row.screen!r}" + ("  (complete)" if row.done else ""),
+        "text": wire_rows_text(rows_of[: shown + 1], max_bytes=72),
+    }
 
 
 def final_events(rows: Iterable[WireRow]) -> dict[str, object]:
@@ -267,6 +302,23 @@ def walkthrough_steps(prompt: str = llm.RUNNING_PROMPT) -> list[WalkStep]:
                  f"At {end[-1].at_ms:.0f} ms the finish reason, then data: [DONE]; the"
                  " client stops reading and marks the answer complete.", end[-1].screen),
     ]  # fmt: skip
+
+
+def walkthrough_readouts(number: int, *, steps: Sequence[WalkStep]) -> dict[str, Any]:
+    """Return what the walkthrough shows at step `number` (1-5), by name.
+
+    The step's bytes and explanation (view), the screen after it (screen), whether the
+    back and next buttons are off (first, last) and the step as text (text).
+    """
+    number = max(1, min(number, len(steps)))
+    current = steps[number - 1]
+    return {
+        "view": views.Html(views.walk_step_html(current)),
+        "screen": f"on screen after step {number}: {current.screen!r}",
+        "first": number == 1,
+        "last": number == len(steps),
+        "text": walk_step_text(current),
+    }
 
 
 def walk_step_text(step: WalkStep) -> str:

@@ -6,6 +6,8 @@
     arrival_steps, stepper_readouts         the arrival stepper: one arrival at a time
     utf8_frame, utf8_readouts               the UTF-8 explorer: one text cut at one byte
 
+Each ``*_readouts`` function is one explorer's whole state for its controls' values.
+
 The reader itself (feed_reader, practice_reader) is lessonkit.core.practice's.
 """
 
@@ -15,6 +17,7 @@ import codecs
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from lessonkit.core import network
 from lessonkit.core.practice import (
@@ -223,7 +226,11 @@ def stepper_readouts(
     step: int = 1,
     mode: str | None = None,
 ) -> dict[str, str]:
-    """Return the arrival stepper's readouts (cuts, arrival, events, buffer, screen) for one step.
+    """Return what the arrival stepper shows for its controls' values, by name.
+
+    The five lines (cuts, arrival, events, buffer, screen), the number of arrivals (the
+    step slider's end), the step shown (step), which cutting control shows (size_display,
+    positions_display: CSS display values) and the arrival as text (text).
 
     `mode` picks the cutting: "even chunks" (chunk_bytes) or "typed offsets"
     (positions_text); without it, typed offsets win when there are any. Typed words
@@ -237,7 +244,8 @@ def stepper_readouts(
         len(wire), chunk_bytes=chunk_bytes, positions_text=positions_text, mode=mode
     )
     steps = arrival_steps(wire, cuts)
-    current = steps[max(1, min(step, len(steps))) - 1]
+    shown = max(1, min(step, len(steps)))
+    current = steps[shown - 1]
     events = [show_newlines(e) for e in current.events]
     arrivals = f"{len(steps)} arrival{'s' if len(steps) != 1 else ''}"
     if mode == CUT_MODES[0]:
@@ -254,14 +262,22 @@ def stepper_readouts(
             cuts_text += ". Left out: " + "; ".join(typed.problems)
         if not cuts:
             cuts_text += f". Type offsets from 1 to {len(wire) - 1}, e.g. 19, 54"
-    return {
+    lines = {
         "cuts": cuts_text,
         "arrival": f"arrival {current.number}/{len(steps)}: {show_newlines(current.chunk)!r}",
         "events": f"events completed: {events}" if events else "events completed: none yet",
         "buffer": f"buffer: {show_newlines(current.state.buffer)!r}",
         "screen": f"screen: {current.state.text!r}"
         + (" (complete)" if current.state.done else " (streaming)"),
-        "arrivals": str(len(steps)),
+    }
+    typed_mode = mode == CUT_MODES[1]
+    return {
+        **lines,
+        "arrivals": len(steps),
+        "step": shown,
+        "size_display": "none" if typed_mode else "",
+        "positions_display": "" if typed_mode else "none",
+        "text": "\n".join(lines.values()),
     }
 
 
@@ -322,8 +338,15 @@ def format_utf8_frame(frame: Utf8Frame) -> str:
     )
 
 
-def utf8_readouts(text: str, cut_at_byte: int) -> dict[str, str]:
-    """Return the UTF-8 explorer's readouts (bytes, per-chunk, replace, incremental) for one cut."""
+def utf8_readouts(text: str, cut_at_byte: int) -> dict[str, Any]:
+    """Return what the UTF-8 explorer shows for a text and a cut, by name.
+
+    The five lines (bytes, cut, per_chunk, replace, incremental), the cut slider's end
+    (cut_max: the text's length in bytes), the cut shown (cut_at_byte: the asked one, or
+    the text's end when the text is shorter) and the frame as text (text).
+    """
+    n_bytes = len(text.encode("utf-8"))
+    cut_at_byte = max(0, min(cut_at_byte, n_bytes))
     frame = utf8_frame(text, cut_at_byte)
     table = "  ".join(f"{ch!r}={hex_bytes}" for ch, _, hex_bytes in utf8_bytes_table(text))
     where = "inside a character" if frame.inside_character else "between characters"
@@ -336,4 +359,7 @@ def utf8_readouts(text: str, cut_at_byte: int) -> dict[str, str]:
         "incremental": "incremental decoder: "
         + " | ".join(repr(t) for t in frame.incremental)
         + f" -> {''.join(frame.incremental)!r}",
+        "cut_max": n_bytes,
+        "cut_at_byte": cut_at_byte,
+        "text": format_utf8_frame(frame),
     }

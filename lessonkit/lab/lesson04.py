@@ -1,16 +1,25 @@
 """Lesson 04, practice with cuts and drops: the drop explorer and predict-then-run.
 
-drop_frame, drop_readouts, drop_staircase   what survives a dropped connection
-practice_lines                              the practice script's printed lines
-compare_prediction                          a recorded prediction against the run
+    drop_frame, drop_staircase, drop_readouts   what survives a dropped connection
+    Experiment, DECODE_EACH_CHUNK,              the three "now change it" experiments: their
+      ONE_EVENT_PER_CHUNK, DROP_AT_40             choices, and the answer a run gives
+    outcome                                     how one run ended, in the choices' words
+    compare_prediction, reveal_readouts         a recorded prediction against the run
+
+No answer is written down here or in the notebook: each experiment's answer is read off
+the run itself (Experiment.answer), so it shows only once the learner has predicted.
 """
 
 from __future__ import annotations
 
+import html
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lessonkit.core import network
-from lessonkit.core.practice import ReaderState, feed_reader
+from lessonkit.core.practice import PRACTICE_TOKENS, ReaderState, feed_reader
+from lessonkit.lab import svg, views
 from lessonkit.lab.views import show_newlines
 
 
@@ -56,18 +65,101 @@ def drop_staircase(wire: bytes) -> list[int]:
     return lengths
 
 
-def drop_readouts(wire: bytes, n_bytes: int) -> dict[str, str]:
-    """Return the drop explorer's readouts (screen, complete flag, held bytes) for one drop point."""
+def drop_readouts(
+    wire: bytes, n_bytes: int, *, lengths: Sequence[int] | None = None
+) -> dict[str, Any]:
+    """Return what the drop explorer shows for a drop after `n_bytes`, by name.
+
+    The four lines (position, screen, complete, held), the staircase with the drop
+    marked (plot) and the frame as text (text). `lengths` is drop_staircase(wire),
+    computed once by the explorer (and here when it is None).
+    """
     frame = drop_frame(wire, n_bytes)
+    lengths = drop_staircase(wire) if lengths is None else lengths
     return {
         "position": f"dropped after {frame.n_bytes} of {frame.total_bytes} bytes",
         "screen": f"on screen: {frame.text!r}",
         "complete": f"complete={frame.complete}",
         "held": f"held back (never shown): {show_newlines(frame.held)!r}",
+        "plot": svg.drop_svg(lengths, n_bytes),
+        "text": format_drop_frame(frame),
     }
 
 
+WHOLE_TEXT = "".join(PRACTICE_TOKENS)
+
+
+def outcome(text: str, complete: bool, *, whole: str = WHOLE_TEXT) -> str:
+    """Return how a run of the practice ended, in the words the prediction choices use.
+
+    "whole text" for the complete answer, "text with a �" when a replacement character
+    shows, else the text and the flag as the practice prints them: "'Your' complete=False".
+    (A run that raised is named by its exception: the caller writes type(error).__name__.)
+    """
+    if text == whole and complete:
+        return "whole text"
+    if "\ufffd" in text:
+        return "text with a �"
+    return f"{text!r} complete={complete}"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A "now change it" experiment: the runs its question is about, and the choices offered.
+
+    A choice reads like the runs' outcomes joined: "1000 bytes: whole text; 5 bytes:
+    UnicodeDecodeError". The answer is not stored: `answer(results)` reads it off what the
+    changed reader did (results: run name -> outcome, as the notebook's print_runs returns).
+    """
+
+    runs: tuple[str, ...]
+    choices: tuple[str, ...]
+
+    def answer(self, results: Mapping[str, str]) -> str:
+        """Return the choice the results make true: each asked run with its outcome."""
+        return "; ".join(f"{run}: {results[run]}" for run in self.runs)
+
+
+def _choices(runs: tuple[str, ...], *outcomes: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(
+        "; ".join(f"{r}: {o}" for r, o in zip(runs, each, strict=True)) for each in outcomes
+    )
+
+
+_BIG_AND_SMALL = ("1000 bytes", "5 bytes")
+DECODE_EACH_CHUNK = Experiment(
+    _BIG_AND_SMALL,
+    _choices(
+        _BIG_AND_SMALL,
+        ("whole text", "whole text"),
+        ("whole text", "UnicodeDecodeError"),
+        ("UnicodeDecodeError", "UnicodeDecodeError"),
+        ("whole text", "text with a �"),
+    ),
+)
+ONE_EVENT_PER_CHUNK = Experiment(
+    ("1000 bytes",),
+    _choices(
+        ("1000 bytes",),
+        ("whole text",),
+        ("'Your' complete=False",),
+        ("'' complete=False",),
+        ("JSONDecodeError",),
+    ),
+)
+DROP_AT_40 = Experiment(
+    ("dropped after 40 bytes",),
+    _choices(
+        ("dropped after 40 bytes",),
+        ("'' complete=False",),
+        ("'Your' complete=False",),
+        ("'Your caf' complete=False",),
+        ("'Your café' complete=False",),
+    ),
+)
+
 PREDICTION_PLACEHOLDER = "(write your prediction here)"
+SKIP_PREDICTION = "(no prediction: just show me the run)"
 
 
 def compare_prediction(prediction: str, actual: str) -> str:
@@ -78,3 +170,23 @@ def compare_prediction(prediction: str, actual: str) -> str:
     if guess == actual.strip():
         return f"your prediction matches: {actual}"
     return f"you predicted {guess!r}; the run gave {actual!r}. Which step of the loop explains it?"
+
+
+def reveal_readouts(choice: str, *, printed: str, answer: str) -> dict[str, Any]:
+    """Return what a reveal box shows for the picked choice: nothing until one is picked.
+
+    Once a prediction (or "no prediction") is picked: what the run printed and the
+    verdict (compare_prediction). Until then, a line asking for a pick.
+    """
+    if choice == PREDICTION_PLACEHOLDER:
+        waiting = "Pick a prediction above (or choose to skip it): the run shows here then."
+        return {"shown": views.Html(f"<i>{html.escape(waiting)}</i>"), "text": waiting}
+    guess = "" if choice == SKIP_PREDICTION else choice
+    verdict = compare_prediction(guess, answer)
+    return {
+        "shown": views.Html(
+            '<pre style="margin:0;white-space:pre-wrap">'
+            f"{html.escape(printed)}</pre><div><b>{html.escape(verdict)}</b></div>"
+        ),
+        "text": f"{printed}\n{verdict}",
+    }

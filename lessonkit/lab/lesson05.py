@@ -1,5 +1,6 @@
 """Lesson 05, streaming in the real world: checks that run only at the end, strict JSON.
 
+    flicker_readouts                the flicker demo: the naive and the stable screen
     late_check, find_phone_number   a policy check that can only judge the whole answer
     json_prefix_parses              why a strict-JSON consumer cannot parse a prefix
     ws_frame_header_bytes           what a WebSocket frame costs beyond its payload
@@ -13,6 +14,43 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from lessonkit.core import render
+from lessonkit.lab import views
+
+_SCREEN_STYLE = (
+    f"white-space: pre-wrap; border: 1px solid {views.THEME['border']}; padding: 4px;"
+    " min-height: 6em"
+)
+
+
+def flicker_readouts(upto: int, *, frames: Sequence[render.FlickerFrame]) -> dict[str, Any]:
+    """Return what the flicker demo shows after `upto` tokens, by name.
+
+    Both screens as HTML (naive, stable), how often each renderer rewrote what it had
+    already shown so far (count) and the frame as text (text). `frames` is
+    render.flicker_frames(tokens), computed once by the demo.
+    """
+    upto = max(1, min(upto, len(frames)))
+    so_far = frames[:upto]
+    frame = so_far[-1]
+    count = (
+        f"after {frame.step} tokens: naive rewrote the screen"
+        f" {sum(f.naive_rewrote for f in so_far)} times,"
+        f" stable {sum(f.stable_rewrote for f in so_far)}"
+    )
+    return {
+        "naive": views.Html(
+            f'<b>naive</b><div style="{_SCREEN_STYLE}">{render.to_html(frame.naive)}</div>'
+        ),
+        "stable": views.Html(
+            f'<b>stable</b><div style="{_SCREEN_STYLE}">{render.to_html(frame.stable)}</div>'
+        ),
+        "count": count,
+        "text": f"naive : {render.to_text(frame.naive)}\nstable: {render.to_text(frame.stable)}\n"
+        + count,
+    }
 
 
 def find_phone_number(text: str) -> str | None:

@@ -1,24 +1,116 @@
-"""Matplotlib figures for the notebooks: fixed sizes, Okabe-Ito colours, labelled axes.
+"""The notebooks' static figures: drawn with matplotlib, or as SVG where there is none.
 
-Every function returns a Figure and never calls plt.show(). These are the static
-figures stored in the notebooks; the explorers draw live SVG instead
-(lessonkit.lab.svg), which is fast enough to follow a slider.
+Each figure is first a description (lessonkit.lab.figures: its series, axes, labels,
+numbers and its text alternative). ``show(description)`` is what a notebook cell ends
+with: where matplotlib can be imported, the description drawn by matplotlib
+(``draw``) as a PNG whose alt text is the description's words; where it cannot (the
+zero-install edition's browser kernel, which has no matplotlib offline), the same
+description drawn as inline SVG by lessonkit.lab.svg, in JupyterLab's theme colours,
+with the same words as its <title> and aria-label. The notebook does not choose:
+
+    plots.show(figures.arrival_curves(series, title="Simulated"))
+
+Each ``plot_*`` function returns the matplotlib Figure of one description (for tests,
+and for a learner who wants to change one); each ``*_text`` function its words. The
+explorers draw live SVG (lessonkit.lab.svg), which is fast enough to follow a slider.
+
+matplotlib is imported inside the functions, never when this module is imported: it
+adds some 35-45 MiB to a kernel, and a lesson that draws no figure should not pay it
+(the kernel of a learner on a shared hub stays small). No pyplot: a Figure is drawn to
+PNG by its own Agg canvas and then dropped, so no figure stays alive in the kernel.
 """
 
 from __future__ import annotations
 
+import base64
+import html
+import importlib.util
 import io
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
-from matplotlib.figure import Figure
-
+from lessonkit.lab import figures, svg
 from lessonkit.lab.views import OKABE_ITO, VERDICT_COLOURS
+
+if TYPE_CHECKING:  # types only: matplotlib loads when a figure is drawn
+    from matplotlib.figure import Figure
 
 C = OKABE_ITO
 
-# ---------------------------------------------------------------------------
-# Lessons 03-05: every-cut strips, the drop staircase, arrival times
-# ---------------------------------------------------------------------------
+
+def _figure(**options: Any) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(**options)
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A static figure as a notebook shows it: PNG pixels and the same figure in words.
+
+    JupyterLab shows an <img> whose alt text is `text`; text/plain is `text` too, and
+    image/png the pixels (nbval does not compare pixels, and its sanitize file leaves
+    the <img>'s data out, so a new matplotlib that moves one pixel changes nothing).
+    """
+
+    png: bytes
+    text: str
+
+    def _repr_mimebundle_(self, **kwargs: object) -> dict[str, str]:
+        data = base64.b64encode(self.png).decode("ascii")
+        alt = html.escape(self.text, quote=True)
+        return {
+            "text/html": f'<img class="lk-figure" alt="{alt}" src="data:image/png;base64,{data}">',
+            "image/png": data,
+            "text/plain": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class SvgPicture:
+    """A static figure drawn as inline SVG (theme colours, <title>), and the same figure in words.
+
+    text/html is the <svg> itself, so JupyterLab's theme variables colour it (an SVG in
+    an <img> could not read them); text/plain is `text`, as for a Picture.
+    """
+
+    svg: str
+    text: str
+
+    def _repr_mimebundle_(self, **kwargs: object) -> dict[str, str]:
+        return {"text/html": f'<div class="lk-figure">{self.svg}</div>', "text/plain": self.text}
+
+
+def has_matplotlib() -> bool:
+    """Return True if matplotlib can be imported here (it is not imported to find out)."""
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):  # a finder that refuses it; a module set to None
+        return False
+
+
+def show(
+    description: figures.Figure, *, engine: Literal["matplotlib", "svg"] | None = None
+) -> Picture | SvgPicture:
+    """Return a description as a notebook shows it: matplotlib's PNG, or SVG where there is none.
+
+    engine=None chooses: matplotlib where it can be imported, else the course's SVG
+    (the browser kernel of the zero-install edition, offline). Both carry the
+    description's words as their text alternative.
+    """
+    if engine is None:
+        engine = "matplotlib" if has_matplotlib() else "svg"
+    if engine == "matplotlib":
+        return picture(draw(description), description.text)
+    if engine == "svg":
+        return SvgPicture(svg.figure_svg(description), description.text)
+    raise ValueError(f"engine must be 'matplotlib', 'svg' or None, got {engine!r}")
+
+
+def picture(figure: Figure, text: str, *, dpi: int = 100) -> Picture:
+    """Return `figure` drawn as PNG with `text` as its text alternative (the Figure is not kept)."""
+    return Picture(png(figure, dpi=dpi), text)
 
 
 def png(figure: Figure, *, dpi: int = 80) -> bytes:
@@ -28,22 +120,126 @@ def png(figure: Figure, *, dpi: int = 80) -> bytes:
     return buffer.getvalue()
 
 
-def _verdict_strip(ax, rows, xs, xlabel: str) -> None:
-    from matplotlib.colors import ListedColormap
+# ---------------------------------------------------------------------------
+# Drawing a description (lessonkit.lab.figures) with matplotlib
+# ---------------------------------------------------------------------------
 
-    names = list(rows)
+# A colour role of lessonkit.lab.figures, in the Okabe-Ito palette.
+ROLE_COLOURS = {
+    "accent": C["blue"],
+    "alarm": C["vermillion"],
+    "muted": C["grey"],
+    "good": C["green"],
+    "warm": C["orange"],
+    "text": C["black"],
+}
+
+
+def draw(description: figures.Figure) -> Figure:
+    """Return a matplotlib Figure of a description from lessonkit.lab.figures."""
+    if isinstance(description, figures.StepChart):
+        return _draw_steps(description)
+    if isinstance(description, figures.RowChart):
+        return _draw_rows(description)
+    if isinstance(description, figures.StripChart):
+        return _draw_strips(description)
+    raise TypeError(f"expected a description from lessonkit.lab.figures, got {description!r}")
+
+
+def _draw_steps(chart: figures.StepChart) -> Figure:
+    fig = _figure(figsize=(8, 3.4), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    for line in chart.lines:
+        xs = [x for x, _ in line.points]
+        ys = [y for _, y in line.points]
+        colour = ROLE_COLOURS[line.role]
+        style = {"solid": {}, "dashed": {"linestyle": "--"},
+                 "wide": {"linewidth": 3, "alpha": 0.6}}[line.style]  # fmt: skip
+        ax.step(xs, ys, where="post", color=colour, label=line.label, **style)
+        if line.dots:
+            ax.plot(xs[1:], ys[1:], ".", color=colour)
+    for rule in chart.rules:
+        colour = ROLE_COLOURS[rule.role]
+        if rule.label:
+            ax.axvline(rule.x, color=colour, linewidth=1.5, label=rule.label)
+        else:
+            ax.axvline(rule.x, color=colour, linewidth=0.6, linestyle=":")
+        if rule.y_dot is not None:
+            ax.plot([rule.x], [rule.y_dot], "o", color=colour)
+    ax.set_xlabel(chart.x_label)
+    ax.set_ylabel(chart.y_label)
+    if chart.integer_y:
+        ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlim(0, chart.x_max)
+    ax.set_ylim(0, chart.y_max)
+    if chart.title:
+        ax.set_title(chart.title, fontsize=10)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    return fig
+
+
+def _draw_rows(chart: figures.RowChart) -> Figure:
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+
+    labels = [row.label for row in chart.rows]
+    fig = _figure(figsize=(8, 0.75 * len(labels) + 1.3), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    short, long = [], []  # one segment per silence: two collections, not one line per write
+    for i, row in enumerate(chart.rows):
+        y = len(labels) - 1 - i
+        short += [[(x0, y), (x1, y)] for x0, x1 in row.short]
+        long += [[(x0, y), (x1, y)] for x0, x1 in row.long]
+        ax.plot(row.data_s, [y] * len(row.data_s), "|", color=C["blue"], markersize=14)
+        ax.plot(row.beats_s, [y] * len(row.beats_s), "o", color=C["green"], markersize=6)
+        if row.cut_s is not None:
+            ax.plot([row.cut_s], [y], "X", color=C["black"], markersize=11)
+    ax.add_collection(LineCollection(short, colors=C["sky"], linewidths=2, capstyle="butt"))
+    ax.add_collection(LineCollection(long, colors=C["vermillion"], linewidths=6, capstyle="butt"))
+    handles = [
+        Line2D([], [], color=C["blue"], marker="|", linestyle="", markersize=12, label="data"),
+        Line2D([], [], color=C["green"], marker="o", linestyle="", label=": ping heartbeat"),
+        Line2D([], [], color=C["sky"], linewidth=2, label="short silence"),
+        Line2D([], [], color=C["vermillion"], linewidth=6, label="silence > idle timeout"),
+        Line2D([], [], color=C["black"], marker="X", linestyle="", label="proxy closes"),
+    ]
+    ax.set_yticks(range(len(labels)), list(reversed(labels)))
+    ax.set_ylim(-0.6, len(labels) - 0.4)
+    ax.set_xlim(0, chart.x_max)
+    ax.set_xlabel(chart.x_label)
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    return fig
+
+
+def _draw_strips(chart: figures.StripChart) -> Figure:
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    fig = _figure(figsize=(9, 2.3 * len(chart.strips)), layout="constrained")
+    axes = fig.subplots(len(chart.strips), 1, squeeze=False)[:, 0]
     codes = {"ok": 0, "wrong": 1, "error": 2}
-    grid = [[codes[v] for v in rows[name]] for name in names]
     cmap = ListedColormap(
         [VERDICT_COLOURS["ok"], VERDICT_COLOURS["wrong"], VERDICT_COLOURS["error"]]
     )
-    step = xs[1] - xs[0] if len(xs) > 1 else 1
-    extent = (xs[0] - step / 2, xs[-1] + step / 2, len(names) - 0.5, -0.5)
-    ax.imshow(
-        grid, aspect="auto", cmap=cmap, vmin=0, vmax=2, interpolation="nearest", extent=extent
-    )
-    ax.set_yticks(range(len(names)), names)
-    ax.set_xlabel(xlabel)
+    for ax, strip in zip(axes, chart.strips, strict=True):
+        xs = strip.columns
+        step = xs[1] - xs[0] if len(xs) > 1 else 1
+        extent = (xs[0] - step / 2, xs[-1] + step / 2, len(strip.rows) - 0.5, -0.5)
+        grid = [[codes[v] for v in verdicts] for _, verdicts in strip.rows]
+        ax.imshow(
+            grid, aspect="auto", cmap=cmap, vmin=0, vmax=2, interpolation="nearest", extent=extent
+        )
+        ax.set_yticks(range(len(strip.rows)), [name for name, _ in strip.rows])
+        ax.set_xlabel(strip.x_label)
+        ax.set_title(strip.title)
+    handles = [Patch(color=c, label=label) for label, c in VERDICT_COLOURS.items()]
+    fig.legend(handles=handles, loc="outside right upper", title="result")
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Lessons 03-05: every-cut strips, the drop staircase, arrival times
+# ---------------------------------------------------------------------------
 
 
 def plot_cut_verdicts(
@@ -54,70 +250,23 @@ def plot_cut_verdicts(
     """Return a two-panel strip chart: reader verdicts for every cut position and every chunk size.
 
     Each row is a reader; each column a cut. Green = right text and flag, orange = wrong
-    text, vermillion = the reader raised an exception.
+    text, purple = the reader raised an exception.
     """
-    from matplotlib.patches import Patch
-
-    fig = Figure(figsize=(9, 4.6), layout="constrained")
-    top, bottom = fig.subplots(2, 1)
-    n_positions = len(next(iter(cut_rows.values())))
-    _verdict_strip(
-        top, cut_rows, list(range(n_positions)), "cut position (bytes): [wire[:i], wire[i:]]"
-    )
-    top.set_title("One cut at every position")
-    _verdict_strip(bottom, size_rows, list(sizes), "chunk size (bytes): network.cut(wire, size)")
-    bottom.set_title("Every chunk size")
-    handles = [Patch(color=c, label=label) for label, c in VERDICT_COLOURS.items()]
-    fig.legend(handles=handles, loc="outside right upper", title="result")
-    return fig
+    return draw(figures.cut_verdicts(cut_rows, size_rows, sizes))
 
 
 def plot_drop_staircase(
     lengths: Sequence[int], *, mark_bytes: int | None = None, event_ends: Sequence[int] = ()
 ) -> Figure:
     """Return the characters on screen against the byte after which the connection drops."""
-    fig = Figure(figsize=(8, 3.4), layout="constrained")
-    ax = fig.subplots()
-    ax.step(range(len(lengths)), lengths, where="post", color=C["blue"], label="text on screen")
-    for end in event_ends:
-        ax.axvline(end, color=C["grey"], linewidth=0.6, linestyle=":")
-    if mark_bytes is not None:
-        ax.axvline(
-            mark_bytes, color=C["vermillion"], linewidth=1.5, label=f"drop after {mark_bytes} bytes"
-        )
-        ax.plot(
-            [mark_bytes], [lengths[min(mark_bytes, len(lengths) - 1)]], "o", color=C["vermillion"]
-        )
-    ax.set_xlabel("connection drops after this many bytes")
-    ax.set_ylabel("characters on screen")
-    ax.set_xlim(0, len(lengths) - 1)
-    ax.set_ylim(0, max(lengths) * 1.1 + 1)
-    ax.set_title("Only whole events reach the screen: a staircase")
-    ax.legend(loc="upper left")
-    return fig
+    return draw(figures.drop_staircase(lengths, mark_bytes=mark_bytes, event_ends=event_ends))
 
 
 def plot_arrival_curves(
     series: Mapping[str, Sequence[tuple[float, int]]], *, title: str, x_max_ms: float | None = None
 ) -> Figure:
     """Return bytes received against time (ms) for each named series of (at_ms, n_bytes) arrivals."""
-    colours = [C["blue"], C["vermillion"], C["green"], C["purple"]]
-    fig = Figure(figsize=(8, 3.4), layout="constrained")
-    ax = fig.subplots()
-    for (name, arrivals), colour in zip(series.items(), colours, strict=False):
-        times = [0.0] + [at_ms for at_ms, _ in arrivals]
-        totals = [0]
-        for _, n_bytes in arrivals:
-            totals.append(totals[-1] + n_bytes)
-        ax.step(times, totals, where="post", color=colour, label=name)
-        ax.plot(times[1:], totals[1:], ".", color=colour)
-    ax.set_xlabel("time since the request (ms)")
-    ax.set_ylabel("bytes received")
-    if x_max_ms is not None:
-        ax.set_xlim(0, x_max_ms)
-    ax.set_title(title)
-    ax.legend(loc="upper left")
-    return fig
+    return draw(figures.arrival_curves(series, title=title, x_max_ms=x_max_ms))
 
 
 # ---------------------------------------------------------------------------
@@ -134,7 +283,7 @@ def plot_timeline(view) -> Figure:
     `view` is a lessonkit.lab.lesson01.TimelineView: its t_ms is drawn as a moving line.
     """
     timings = view.timings
-    fig = Figure(figsize=(8, 3.0), dpi=100, layout="constrained")
+    fig = _figure(figsize=(8, 3.0), dpi=100, layout="constrained")
     ax = fig.subplots()
     latency, prefill = view.latency_ms, view.prefill_ms
     for row in (0, 1):
@@ -183,7 +332,7 @@ def plot_cancel(view) -> Figure:
 
     `view` is a lessonkit.lab.lesson01.CancelView.
     """
-    fig = Figure(figsize=(8, 1.9), dpi=100, layout="constrained")
+    fig = _figure(figsize=(8, 1.9), dpi=100, layout="constrained")
     ax = fig.subplots()
     ax.barh(0, view.tokens_generated, color=C["blue"], label="generated (paid for)")
     ax.barh(0, view.tokens_saved, left=view.tokens_generated, color=C["sky"], hatch="..",
@@ -207,26 +356,7 @@ def plot_measured_vs_model(
     streamed_ms: when each streamed piece arrived; blocking_ms: when the blocking
     body arrived; model_ms: when the formula says each token is visible.
     """
-    fig = Figure(figsize=(8, 3.4), dpi=100, layout="constrained")
-    ax = fig.subplots()
-    n = max(len(streamed_ms), len(model_ms))
-    if model_ms:
-        ax.step([0, *model_ms], range(len(model_ms) + 1), where="post", color=C["grey"],
-                linewidth=3, alpha=0.6, label="formula: prefill + (i+1) x per_token")  # fmt: skip
-    if streamed_ms:
-        ax.step([0, *streamed_ms], range(len(streamed_ms) + 1), where="post", color=C["blue"],
-                label="measured: streaming")  # fmt: skip
-    ax.step([0, blocking_ms], [0, n], where="post", color=C["vermillion"], linestyle="--",
-            label="measured: blocking")  # fmt: skip
-    ax.set_xlabel("time since the request was sent (ms)")
-    ax.set_ylabel("text pieces on screen")
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    ax.set_ylim(0, n * 1.08 + 0.5)
-    ax.set_xlim(0, max([blocking_ms, *streamed_ms, *model_ms]) * 1.05)
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.legend(loc="upper left", fontsize=8, frameon=False)
-    return fig
+    return draw(figures.measured_vs_model(streamed_ms, blocking_ms, model_ms, title=title))
 
 
 def plot_idle_silences(reports: Mapping[str, object]) -> Figure:
@@ -234,38 +364,35 @@ def plot_idle_silences(reports: Mapping[str, object]) -> Figure:
 
     `reports` maps a label to a lessonkit.lab.lesson01.IdleReport (all with the same timeout).
     """
-    labels = list(reports)
-    fig = Figure(figsize=(8, 0.75 * len(labels) + 1.3), dpi=100, layout="constrained")
-    ax = fig.subplots()
-    end_s = max((r.write_ms[-1] if r.write_ms else 0) for r in reports.values()) / 1000
-    for row, label in enumerate(labels):
-        r = reports[label]
-        y = len(labels) - 1 - row
-        last = 0.0
-        for at_ms in r.write_ms:
-            too_long = at_ms - last > r.idle_timeout_ms
-            ax.plot([last / 1000, at_ms / 1000], [y, y], linewidth=6 if too_long else 2,
-                    color=C["vermillion"] if too_long else C["sky"], solid_capstyle="butt")  # fmt: skip
-            last = at_ms
-        data_s = [t / 1000 for t, beat in zip(r.write_ms, r.is_heartbeat, strict=True) if not beat]
-        beat_s = [t / 1000 for t, beat in zip(r.write_ms, r.is_heartbeat, strict=True) if beat]
-        ax.plot(data_s, [y] * len(data_s), "|", color=C["blue"], markersize=14)
-        ax.plot(beat_s, [y] * len(beat_s), "o", color=C["green"], markersize=6)
-        if r.cut_at_ms is not None:
-            ax.plot([r.cut_at_ms / 1000], [y], "X", color=C["black"], markersize=11)
-    from matplotlib.lines import Line2D
+    return draw(figures.idle_silences(reports))
 
-    handles = [
-        Line2D([], [], color=C["blue"], marker="|", linestyle="", markersize=12, label="data"),
-        Line2D([], [], color=C["green"], marker="o", linestyle="", label=": ping heartbeat"),
-        Line2D([], [], color=C["sky"], linewidth=2, label="short silence"),
-        Line2D([], [], color=C["vermillion"], linewidth=6, label="silence > idle timeout"),
-        Line2D([], [], color=C["black"], marker="X", linestyle="", label="proxy closes"),
-    ]
-    timeout_s = next(iter(reports.values())).idle_timeout_ms / 1000
-    ax.set_yticks(range(len(labels)), list(reversed(labels)))
-    ax.set_ylim(-0.6, len(labels) - 0.4)
-    ax.set_xlim(0, end_s * 1.03)
-    ax.set_xlabel(f"time since the request (s); the proxy's idle timeout is {timeout_s:g} s")
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
-    return fig
+
+# ---------------------------------------------------------------------------
+# The same figures in words: each figure's text alternative, numbers included
+# ---------------------------------------------------------------------------
+
+
+def cut_verdicts_text(
+    cut_rows: Mapping[str, Sequence[str]],
+    size_rows: Mapping[str, Sequence[str]],
+    sizes: Sequence[int],
+) -> str:
+    """Return plot_cut_verdicts in words: each reader's right, wrong and error counts."""
+    return figures.cut_verdicts(cut_rows, size_rows, sizes).text
+
+
+def arrival_curves_text(series: Mapping[str, Sequence[tuple[float, int]]], *, title: str) -> str:
+    """Return plot_arrival_curves in words: for each series, its arrivals and when they came."""
+    return figures.arrival_curves(series, title=title).text
+
+
+def measured_vs_model_text(
+    streamed_ms: Sequence[float], blocking_ms: float, model_ms: Sequence[float]
+) -> str:
+    """Return plot_measured_vs_model in words: measured and modelled first and last pieces."""
+    return figures.measured_vs_model(streamed_ms, blocking_ms, model_ms).text
+
+
+def idle_silences_text(reports: Mapping[str, Any]) -> str:
+    """Return plot_idle_silences in words: each response's longest silence and whether it is cut."""
+    return figures.idle_silences(reports).text

@@ -1,8 +1,12 @@
-"""How the notebooks draw things: HTML and text views, one colour palette.
+"""How the notebooks draw things: HTML and text views, and the colours they use.
 
-Every function takes plain data (from lessonkit.core or a lesson module) and
-returns a string; nothing here computes lesson state. Colours are the Okabe-Ito
-palette, safe for the common colour-vision deficiencies, and named once here.
+Every function takes plain data (from lessonkit.core or a lesson module) and returns a
+string; nothing here computes lesson state, and nothing here imports a lesson module
+(they import this one). The colours of HTML and SVG are JupyterLab's theme variables,
+so the light, dark and high-contrast themes each draw them readably (text at 4.5:1 or
+more, tests/browser/test_browser_accessibility.py); each variable has a fallback for a
+page without JupyterLab's styles (nbconvert's HTML, a PDF). matplotlib figures are
+images and keep the Okabe-Ito palette, safe for the common colour-vision deficiencies.
 """
 
 from __future__ import annotations
@@ -13,10 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from lessonkit.core import sse
-from lessonkit.lab.lesson01 import decode_step_text, timeline_panes
 
-if TYPE_CHECKING:
-    from lessonkit.lab.lesson01 import DecodeStep, TimelineView
+if TYPE_CHECKING:  # types only: the lesson modules import views, never the reverse
+    from lessonkit.lab.lesson01 import DecodeStep
     from lessonkit.lab.lesson02 import FieldRow, WalkStep, WireRow
 
 
@@ -24,7 +27,7 @@ class Html(str):
     """A string that is already HTML: widgets show it as is instead of escaping it as text."""
 
 
-# The Okabe-Ito palette, by name; every colour in the course's views and plots is one of these.
+# The Okabe-Ito palette, by name: the colours of the matplotlib figures (lessonkit.lab.plots).
 OKABE_ITO = {
     "orange": "#E69F00",
     "sky": "#56B4E9",
@@ -36,19 +39,39 @@ OKABE_ITO = {
     "black": "#000000",
     "grey": "#999999",
 }
-C = OKABE_ITO
-# What each SSE field is drawn in, in the wire views.
-FIELD_COLOURS = {
-    "event": C["vermillion"],
-    "data": C["blue"],
-    "id": C["green"],
-    "retry": C["purple"],
-    "comment": C["grey"],
+# A reader's verdict on one cut, in the figures: right, wrong text, or an exception.
+VERDICT_COLOURS = {
+    "ok": OKABE_ITO["green"],
+    "wrong": OKABE_ITO["orange"],
+    "error": OKABE_ITO["purple"],
 }
-# A reader's verdict on one cut: right, wrong text, or an exception.
-VERDICT_COLOURS = {"ok": C["green"], "wrong": C["orange"], "error": C["purple"]}
-# The edge of a check's feedback box: passed, failed, not attempted yet.
-FEEDBACK_COLOURS = {"pass": C["green"], "fail": C["vermillion"], "todo": C["orange"]}
+
+# The colours of the course's HTML and SVG, by role. Text colours are read on the page's own
+# background (--jp-layout-color0); the rest mark shapes and borders.
+THEME = {
+    "text": "var(--jp-content-font-color1, rgba(0, 0, 0, 0.87))",
+    "muted": "var(--jp-content-font-color2, rgba(0, 0, 0, 0.54))",
+    "border": "var(--jp-border-color1, #bdbdbd)",
+    "accent": "var(--jp-brand-color1, #1976d2)",  # a mark, a focus, "now"; text too (4.6:1)
+    "alarm": "var(--jp-error-color1, #d32f2f)",  # the total time; text too (5:1)
+    "warm": "var(--jp-warn-color1, #f57c00)",  # prefill bars: a shape, never text
+    "good": "var(--jp-success-color1, #388e3c)",
+    "grey": "var(--jp-layout-color3, #bdbdbd)",  # the network round trip: a shape
+}
+# What each SSE field is drawn in, in the wire views: the editor's own syntax colours.
+FIELD_COLOURS = {
+    "event": "var(--jp-mirror-editor-string-color, #ba2121)",
+    "data": "var(--jp-mirror-editor-property-color, #05a)",
+    "id": "var(--jp-mirror-editor-keyword-color, #008000)",
+    "retry": "var(--jp-mirror-editor-operator-color, #7800c2)",
+    "comment": THEME["muted"],
+}
+# The edge of a check's feedback box (lessonkit.grading): passed, failed, not attempted yet.
+FEEDBACK_COLOURS = {
+    "pass": "var(--jp-success-color1, #388e3c)",
+    "fail": "var(--jp-error-color1, #d32f2f)",
+    "todo": "var(--jp-warn-color1, #f57c00)",
+}
 
 
 def _esc(text: str) -> str:
@@ -66,61 +89,66 @@ def _token_box(token: str, colour: str, *, bold: bool = False) -> str:
     weight = "font-weight:bold;" if bold else ""
     return (
         f'<span style="display:inline-block;margin:1px;padding:1px 4px;border-radius:3px;'
-        f'border:1px solid {colour};{weight}white-space:pre">{_esc(token)}</span>'
+        f'border:2px solid {colour};{weight}white-space:pre">{_esc(token)}</span>'
     )
 
 
-def decode_step_html(step: DecodeStep) -> str:
-    """Return HTML boxes: prompt tokens (grey), generated tokens (blue), the new token (orange)."""
-    boxes = [_token_box(t, C["grey"]) for t in step.prompt]
-    boxes += [_token_box(t, C["blue"]) for t in step.generated]
+def decode_step_html(step: DecodeStep, caption: str) -> str:
+    """Return HTML boxes: prompt tokens (grey), generated ones (blue), the new token (bold, orange).
+
+    `caption` is the pass in words (lesson01.decode_step_text), shown under the boxes.
+    """
+    boxes = [_token_box(t, THEME["grey"]) for t in step.prompt]
+    boxes += [_token_box(t, THEME["accent"]) for t in step.generated]
     arrow = '<span style="margin:0 6px">→ model →</span>'
-    new = _token_box(step.new_token, C["orange"], bold=True)
+    new = _token_box(step.new_token, THEME["warm"], bold=True)
     return (
         f'<div class="lk-decode-step">{"".join(boxes)}{arrow}{new}'
-        f'<div style="color:#555">{_esc(decode_step_text(step))}</div></div>'
+        f'<div style="color:{THEME["text"]}">{_esc(caption)}</div></div>'
     )
 
 
-def timeline_panes_html(view: TimelineView) -> str:
-    """Return the two screens side by side as HTML (blocking left, streaming right)."""
-    blocking, streaming = timeline_panes(view)
+def timeline_panes_html(blocking: str, streaming: str) -> str:
+    """Return the two screens side by side as HTML: the blocking text left, the streamed right."""
     box = (
-        '<div class="{cls}" style="flex:1;border:1px solid #bbb;border-radius:6px;'
+        '<div class="{cls}" style="flex:1;border:1px solid {border};border-radius:6px;'
         'padding:6px;min-height:4.5em;font-family:sans-serif">'
-        '<div style="color:#555;font-size:85%">{title}</div><div>{text}</div></div>'
+        '<div style="font-size:85%;font-weight:bold">{title}</div><div>{text}</div></div>'
     )
     return (
         '<div style="display:flex;gap:8px">'
-        + box.format(cls="lk-pane-blocking", title="Blocking (newspaper)", text=_esc(blocking))
-        + box.format(cls="lk-pane-streaming", title="Streaming (radio)", text=_esc(streaming))
+        + box.format(cls="lk-pane-blocking", border=THEME["border"],
+                     title="Blocking (newspaper)", text=_esc(blocking))
+        + box.format(cls="lk-pane-streaming", border=THEME["border"],
+                     title="Streaming (radio)", text=_esc(streaming))
         + "</div>"
-    )
+    )  # fmt: skip
 
 
 def highlight_sse_html(raw: bytes, *, mark: bool = False, wrap: bool = True) -> str:
     """Return SSE bytes as HTML: each field name coloured, newlines drawn as ⏎, blank lines shown.
 
-    `mark` gives the block a pale yellow background (the event being inspected).
-    `wrap=False` keeps every line on one line (short examples in a table): a wire line
-    is never broken inside a token such as "Your" or "message_stop".
+    `mark` draws a bar beside the block (the event being inspected) and marks it
+    aria-current for a screen reader. `wrap=False` keeps every line on one line (short examples in a table):
+    a wire line is never broken inside a token such as "Your" or "message_stop".
     """
     text = raw.decode("utf-8", errors="replace")
+    muted = f'style="color:{THEME["muted"]}"'
     out = []
     for line in re.split(r"(?<=\n)", text):
         if not line:
             continue
         body = line.rstrip("\r\n")
-        end = '<span style="color:#bbb">⏎</span>' if line != body else ""
+        end = f"<span {muted}>⏎</span>" if line != body else ""
         if body == "":
-            out.append('<span style="color:#bbb">⏎ (blank line: end of event)</span>\n')
+            out.append(f"<span {muted}>⏎ (blank line: end of event)</span>\n")
             continue
         if body.startswith(":"):
             colour = FIELD_COLOURS["comment"]
             out.append(f'<span style="color:{colour};font-style:italic">{_esc(body)}</span>')
         else:
             name, colon, value = body.partition(":")
-            colour = FIELD_COLOURS.get(name, C["black"])
+            colour = FIELD_COLOURS.get(name, THEME["text"])
             out.append(
                 f'<span style="color:{colour};font-weight:bold">{_esc(name)}{colon}</span>'
                 f"{_esc(value)}"
@@ -130,9 +158,11 @@ def highlight_sse_html(raw: bytes, *, mark: bool = False, wrap: bool = True) -> 
         style = "margin:0;white-space:pre-wrap;word-break:break-all;font-size:85%"
     else:
         style = "margin:0;white-space:pre;font-size:85%"
+    current = ""
     if mark:
-        style += ";background:#fff3b0"
-    return f'<pre class="lk-wire" style="{style}">{"".join(out)}</pre>'
+        style += f";border-left:4px solid {THEME['accent']};padding-left:6px"
+        current = ' aria-current="true"'
+    return f'<pre class="lk-wire" style="{style}"{current}>{"".join(out)}</pre>'
 
 
 def field_rows_html(rows: Iterable[FieldRow]) -> str:
@@ -167,14 +197,10 @@ def _decoded_html(events: Iterable[sse.Event]) -> str:
     return "<br>".join(lines) or "<code>(ignored)</code>"
 
 
-def inspector_html(rows: list[WireRow], upto: int) -> str:
-    """Return the wire so far as HTML: earlier writes dimmed, write `upto` marked."""
+def inspector_html(rows: Sequence[WireRow], upto: int) -> str:
+    """Return the wire so far as HTML, every write up to `upto`, that one marked with a bar."""
     upto = max(0, min(upto, len(rows) - 1))
-    parts = [
-        f'<div style="opacity:{1.0 if i == upto else 0.55}">'
-        f"{highlight_sse_html(row.raw, mark=i == upto)}</div>"
-        for i, row in enumerate(rows[: upto + 1])
-    ]
+    parts = [highlight_sse_html(row.raw, mark=i == upto) for i, row in enumerate(rows[: upto + 1])]
     return '<div class="lk-wire-bytes">' + "".join(parts) + "</div>"
 
 
@@ -196,8 +222,8 @@ def line_end_badge(ending: str) -> str:
     label = "CR LF" if ending == "\r\n" else "LF"
     return (
         '<span class="lk-line-end" style="display:inline-block;font-family:sans-serif;'
-        "font-size:11px;line-height:13px;color:#555;border:1px solid #999;border-radius:3px;"
-        f'padding:0 3px;margin-left:3px">{label}</span>'
+        f"font-size:11px;line-height:13px;color:{THEME['text']};border:1px solid"
+        f' {THEME["border"]};border-radius:3px;padding:0 3px;margin-left:3px">{label}</span>'
     )
 
 
@@ -216,30 +242,70 @@ def walk_step_html(step: WalkStep) -> str:
         f'<div class="lk-walk-step"><b>Step {step.number} of 5: {_esc(step.title)}</b>'
         f" <i>({_esc(step.actor)})</i>"
         f'<pre style="white-space:pre-wrap;word-break:break-all;font-size:85%">{wire}</pre>'
-        f'<pre style="white-space:pre-wrap;color:#333">{_esc(step.explain)}</pre>'
+        f'<pre style="white-space:pre-wrap">{_esc(step.explain)}</pre>'
         f"<div>screen: <code>{_esc(step.screen) or '(nothing yet)'}</code></div></div>"
     )
 
 
+# A widget's twin (one output) stands in for the widget (the next output of the same cell)
+# whenever that one is not live: before the cell runs, while it loads, in a saved notebook
+# reopened without its kernel ("Error displaying widget" is hidden), after the kernel
+# restarted or stopped (ipywidgets marks the view .jupyter-widgets-disconnected; the box's
+# Lifeline marks it .lk-stale). It is plain CSS, so it works wherever JupyterLab draws the
+# page, JupyterLite too; an untrusted notebook drops the style and shows the twin anyway.
+TWIN_CSS = (
+    ".jp-OutputArea-child:has(.lk-twin):has(+ .jp-OutputArea-child"
+    " .lk-twinned:not(.jupyter-widgets-disconnected):not(.lk-stale)) { display: none; }"
+    " .jp-OutputArea-child:has(.lk-twin) + .jp-OutputArea-child:not(:has("
+    ".lk-twinned:not(.jupyter-widgets-disconnected):not(.lk-stale))) { display: none; }"
+    " .lk-twin .lk-twin-stale { display: none; }"
+    " .jp-OutputArea-child:has(.lk-twin):has(+ .jp-OutputArea-child .lk-twinned)"
+    " .lk-twin .lk-twin-stale { display: block; }"
+)
+STALE_NOTE = (
+    "This cell's kernel restarted or stopped since it ran, so its widget no longer answers:"
+    " run the cell again (Shift+Enter)."
+)
+
+
 def twin_html(headline: str, what: str, text: str = "") -> str:
-    """Return what a page shows in place of a widget before its cell runs (see widgets.Twinned).
+    """Return what a page shows in place of a widget that is not live (see binding.Twinned).
 
     A calm box: the headline ("Run this cell to open the timeline explorer."), what the
-    widget will let you do, and (optionally) the same state as text, for a reader
-    without a kernel.
+    widget will let you do, and (optionally) its state as text, for a reader without a
+    kernel. After a restart it also says why the widget stopped.
     """
-    note = f'<div style="color:#555">{_esc(what)}</div>' if what else ""
+    note = f"<div><i>{_esc(what)}</i></div>" if what else ""
     shown = (
-        '<pre style="margin:6px 0 0 0;white-space:pre-wrap;font-size:85%;color:#333">'
-        f"{_esc(text)}</pre>"
+        f'<pre style="margin:6px 0 0 0;white-space:pre-wrap;font-size:85%">{_esc(text)}</pre>'
         if text
         else ""
     )
     return (
-        '<div class="lk-twin" style="border:1px dashed #999;border-radius:6px;padding:6px 10px;'
-        'background:#f7f7f7;font-family:sans-serif">'
+        f'<div class="lk-twin" role="note" style="border:1px dashed {THEME["border"]};'
+        f'border-radius:6px;padding:6px 10px;font-family:sans-serif;color:{THEME["text"]}">'
+        f"<style>{TWIN_CSS}</style>"
+        f'<div class="lk-twin-stale"><b>{_esc(STALE_NOTE)}</b></div>'
         f"<b>▶ {_esc(headline)}</b>{note}{shown}</div>"
     )
+
+
+class Collapsed:
+    """An output that stays folded until the learner opens it: a "Pause and think" answer.
+
+    JupyterLab shows a <details> box with `summary` on it; a page without HTML (nbval's
+    text, a PDF) shows `summary` and then the text.
+    """
+
+    def __init__(self, summary: str, text: str) -> None:
+        self.summary, self.text = summary, text
+
+    def _repr_mimebundle_(self, **kwargs: object) -> dict[str, str]:
+        return {
+            "text/html": f"<details class='lk-collapsed'><summary>{_esc(self.summary)}</summary>"
+            f"<pre style='white-space:pre-wrap'>{_esc(self.text)}</pre></details>",
+            "text/plain": f"{self.summary}\n{self.text}",
+        }
 
 
 def event_text(event: sse.Event) -> str:

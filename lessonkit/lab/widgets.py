@@ -1,36 +1,28 @@
-"""The explorers: thin ipywidgets front-ends over the lesson modules' pure functions.
+"""The explorers: thin front-ends over the lesson modules' readouts functions.
 
-Each explorer is controls bound to a pure readouts function by one helper,
-``lessonkit.lab.binding.bind``, and returned as an ``Explorer`` box whose twin
-("Run this cell to open ...") stands in where no widget can run. The state
-functions live in the lesson modules (lessonkit.lab.lesson01 ... lesson05); tests
-call them headless. Live figures are inline SVG (lessonkit.lab.svg): a slider tick
-redraws in well under a millisecond in the kernel, so the page can follow it.
+Each explorer is controls bound by one helper, ``lessonkit.lab.binding.bind``, to one
+pure readouts function in its lesson module (``lesson01.timeline_readouts`` and so
+on), and returned as an ``Explorer`` box whose twin ("Run this cell to open ...") is
+built from the same readouts at the starting values. Tests call those functions
+headless. Sliders and number boxes are the course's own (lessonkit.lab.controls): each
+carries its name for a screen reader and works from the keyboard. Live figures are
+inline SVG (lessonkit.lab.svg), cheap enough to redraw on every slider tick.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import html
 import io
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import ipywidgets as widgets
 
-from lessonkit.core import llm, practice, render, timeline
-from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, svg, views
-from lessonkit.lab.binding import (
-    Explorer,
-    Twinned,
-    bind,
-    figure,
-    played,
-    readout,
-    readouts_named,
-    styled,
-)
+from lessonkit.core import llm, practice, render
+from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, lesson05
+from lessonkit.lab.binding import Explorer, Twinned, bind, figure, readout, readouts_named, styled
+from lessonkit.lab.controls import NumberBox, Slider
 
 # ---------------------------------------------------------------------------
 # Lesson 01: the decode loop, the timeline, stopping early
@@ -42,52 +34,27 @@ def decode_loop_player(
     """Return the decode-loop player: Play steps through the passes of lesson01.decode_steps.
 
     CSS: lk-decode-explorer; slider lk-decode-pass; readout lk-decode-view (the tokens
-    the pass reads and the one it writes).
+    the pass reads and the one it writes). State: lesson01.decode_readouts.
     """
     steps = lesson01.decode_steps(prompt, max_tokens=max_tokens)
-    step = styled(widgets.IntSlider(index, 0, len(steps) - 1, description="pass"), "lk-decode-pass")
-    view = readout("lk-decode-view")
-    bind(
-        {"index": step},
-        lambda index: {"view": views.Html(views.decode_step_html(steps[index]))},
-        {"view": view},
+    readouts = functools.partial(lesson01.decode_readouts, steps=steps)
+    step = styled(
+        Slider(index, 0, len(steps) - 1, description="pass", play_interval_ms=800),
+        "lk-decode-pass",
     )
+    view = readout("lk-decode-view")
+    bind({"index": step}, readouts, {"view": view})
     return Explorer(
-        [played(step, 800), view],
+        [step, view],
         css_class="lk-decode-explorer",
         title="decode loop",
-        what="Press ▶ or drag 'pass': each pass reads the prompt and the tokens so far and"
-        " writes one token.",
+        what="Press ▶ (Play pass) or move 'pass': each pass reads the prompt and the tokens"
+        " so far and writes one token. As text, where it opens:",
+        text=readouts(index)["text"],
     )
 
 
-def _round_step(step: int) -> int:
-    """Return the largest 1, 2 or 5 x 10^k that is <= step (at least 1).
-
-    A round slider step keeps round start values (t = 400 ms) on the slider's grid, so the
-    browser does not snap them to a neighbour.
-    """
-    best = 1
-    scale = 1
-    while scale <= step:
-        for factor in (1, 2, 5):
-            if factor * scale <= step:
-                best = factor * scale
-        scale *= 10
-    return best
-
-
-def timeline_readouts(t_ms: int, **speeds: float) -> dict[str, Any]:
-    """Return everything the timeline explorer shows for these slider values."""
-    t_max = int(lesson01.timeline_t_max_ms(**speeds))
-    view = lesson01.timeline_view(min(t_ms, t_max), **speeds)
-    return {
-        **lesson01.timeline_readouts(view),
-        "screens": views.Html(views.timeline_panes_html(view)),
-        "plot": svg.timeline_svg(view),
-        "t_max": t_max,
-        "t_step": _round_step(t_max // 100),
-    }
+TIMELINE_SPEEDS = ("prefill_ms", "per_token_ms", "n_tokens", "latency_ms")
 
 
 def timeline_explorer(
@@ -98,84 +65,79 @@ def timeline_explorer(
     latency_ms: int = 0,
     t_ms: int = 400,
 ) -> Explorer:
-    """Return the timeline explorer: four sliders, Play for time t, two screens, a plot, readouts.
+    """Return the timeline explorer: four sliders, time t with Play, two screens, a plot, readouts.
 
     CSS: lk-timeline-explorer; sliders lk-prefill-ms, lk-per-token-ms, lk-n-tokens,
-    lk-latency-ms, lk-t-ms; panes lk-timeline-screens; plot lk-timeline-plot (SVG);
-    readouts lk-timeline-t, -ttft, -blocking, -total, -visible (lesson01.timeline_readouts).
+    lk-latency-ms, lk-t-ms; button lk-timeline-reset (every slider back to where it
+    opened); panes lk-timeline-screens; plot lk-timeline-plot (SVG); readouts
+    lk-timeline-t, -ttft, -blocking, -total, -visible. State: lesson01.timeline_readouts.
     """
+    start = {"prefill_ms": prefill_ms, "per_token_ms": per_token_ms, "n_tokens": n_tokens}
+    start |= {"latency_ms": latency_ms, "t_ms": t_ms}
     controls = {
-        "prefill_ms": widgets.IntSlider(prefill_ms, 0, 3000, 10, description="prefill ms"),
-        "per_token_ms": widgets.IntSlider(per_token_ms, 1, 200, 1, description="per token ms"),
-        "n_tokens": widgets.IntSlider(n_tokens, 1, 1000, 1, description="tokens"),
-        "latency_ms": widgets.IntSlider(latency_ms, 0, 1000, 10, description="round trip ms"),
+        "prefill_ms": Slider(prefill_ms, 0, 3000, 10, description="prefill ms", unit="ms"),
+        "per_token_ms": Slider(per_token_ms, 1, 200, 1, description="per token ms", unit="ms"),
+        "n_tokens": Slider(n_tokens, 1, 1000, 1, description="tokens", unit="tokens"),
+        "latency_ms": Slider(latency_ms, 0, 1000, 10, description="round trip ms", unit="ms"),
+        "t_ms": Slider(t_ms, 0, 10**9, 1, description="t (ms)", unit="ms", play_interval_ms=100),
     }
     for name, slider in controls.items():
         styled(slider, "lk-" + name.replace("_", "-"))
-    t = styled(widgets.IntSlider(t_ms, 0, 10**9, 1, description="t (ms)"), "lk-t-ms")
+    t = controls["t_ms"]
+    reset = widgets.Button(description="reset the sliders", tooltip="back to where it opened")
+    reset.add_class("lk-timeline-reset")
+    reset.on_click(lambda _: [setattr(controls[name], "value", v) for name, v in start.items()])
     readouts = readouts_named("lk-timeline", ("t", "ttft", "blocking", "total", "visible"))
     screens, plot = readout("lk-timeline-screens"), figure("lk-timeline-plot")
-    outputs = {**readouts, "screens": screens, "plot": plot, "t_max": (t, "max")}
-    outputs["t_step"] = (t, "step")
-    bind({**controls, "t_ms": t}, timeline_readouts, outputs)
+    outputs = {**readouts, "screens": screens, "plot": plot}
+    outputs |= {"t_max": (t, "max"), "t_step": (t, "step"), "t_ms": (t, "value")}
+    bind(controls, lesson01.timeline_readouts, outputs)
     rows = [
         widgets.HBox([controls["prefill_ms"], controls["per_token_ms"]]),
         widgets.HBox([controls["n_tokens"], controls["latency_ms"]]),
-        played(t, 100),
+        widgets.HBox([t, reset]),
         screens,
         widgets.HBox([readouts["ttft"], readouts["blocking"], readouts["total"]]),
         widgets.HBox([readouts["t"], readouts["visible"]]),
         plot,
     ]
-    speeds = {"prefill_ms": prefill_ms, "per_token_ms": per_token_ms, "n_tokens": n_tokens}
-    start = lesson01.timeline_view(t_ms, latency_ms=latency_ms, **speeds)
     return Explorer(
         rows,
         css_class="lk-timeline-explorer",
         title="timeline explorer",
         what="Sliders for prefill, time per token, number of tokens and network round trip;"
-        " ▶ runs the clock t. Below, as text, the frame it opens on:",
-        text=lesson01.timeline_text(start),
+        " ▶ runs the clock t, 'reset the sliders' goes back to the start. Below, as text, the"
+        " frame it opens on:",
+        text=lesson01.timeline_readouts(**start)["text"],
     )
 
 
 def cancel_explorer(
     *, n_tokens: int = 500, prefill_ms: int = 300, per_token_ms: int = 40, cancel_at_ms: int = 2000
 ) -> Explorer:
-    """Return the stop-early explorer: a cancel-time slider and what stopping there saves.
+    """Return the stop-early explorer: a stop-time slider, a price, and what stopping saves.
 
     CSS: lk-cancel-explorer; slider lk-cancel-at-ms; price lk-cancel-price; plot
     lk-cancel-plot (SVG); readouts lk-cancel-generated, -saved, -time, -cost, -seen.
+    State: lesson01.cancel_readouts.
     """
-    total = int(timeline.response_times(prefill_ms, per_token_ms, n_tokens).total_ms)
-    at = styled(
-        widgets.IntSlider(cancel_at_ms, 0, total, 50, description="stop at ms"), "lk-cancel-at-ms"
-    )
-    price = widgets.BoundedFloatText(10.0, min=0, max=1000, description="$ per M output tokens")
-    styled(price, "lk-cancel-price")
-    readouts = readouts_named("lk-cancel", ("seen", "generated", "saved", "time", "cost"))
-    plot = figure("lk-cancel-plot")
     options = {"n_tokens": n_tokens, "prefill_ms": prefill_ms, "per_token_ms": per_token_ms}
-
-    def shown(cancel_at_ms: int, usd_per_million_tokens: float) -> dict[str, Any]:
-        view = lesson01.cancel_view(
-            cancel_at_ms, usd_per_million_tokens=usd_per_million_tokens, **options
-        )
-        return {**lesson01.cancel_readouts(view), "plot": svg.cancel_svg(view)}
-
-    bind(
-        {"cancel_at_ms": at, "usd_per_million_tokens": price},
-        shown,
-        {**readouts, "plot": plot},
-    )
-    children = [widgets.HBox([at, price]), *readouts.values(), plot]
+    readouts = functools.partial(lesson01.cancel_readouts, **options)
+    total_ms = int(lesson01.timeline_view(0, **options).timings.total_ms)
+    at = Slider(cancel_at_ms, 0, total_ms, 50, description="stop at ms", unit="ms")
+    price = NumberBox(10.0, 0, 1000, 0.5, description="$ per M output tokens", unit="dollars")
+    styled(at, "lk-cancel-at-ms")
+    styled(price, "lk-cancel-price")
+    lines = readouts_named("lk-cancel", ("seen", "generated", "saved", "time", "cost"))
+    plot = figure("lk-cancel-plot")
+    bind({"cancel_at_ms": at, "usd_per_million_tokens": price}, readouts, {**lines, "plot": plot})
     return Explorer(
-        children,
+        [widgets.HBox([at, price]), *lines.values(), plot],
         css_class="lk-cancel-explorer",
         title="stop-early explorer",
         what="Slide the moment the user presses Stop, or change the price: what stopping there"
         " saves. As text, where it opens:",
-        text=lesson01.cancel_text(lesson01.cancel_view(cancel_at_ms, **options)),
+        text=readouts(cancel_at_ms)["text"],
     )
 
 
@@ -189,38 +151,34 @@ def wire_inspector(dialect: str = "openai", index: int = 1) -> Explorer:
     CSS: lk-wire-inspector; dialect buttons lk-dialect; slider lk-wire-write; bytes
     lk-wire-view (fields coloured, the current write marked); readouts lk-wire-meaning
     (what this write means: delta, finish reason, usage, end marker), lk-wire-screen
-    (the text on screen after it).
+    (the text on screen after it). State: lesson02.wire_readouts.
     """
-    choice = widgets.ToggleButtons(options=["lesson", "openai", "anthropic"], value=dialect)
+    readouts = functools.partial(lesson02.wire_readouts, rows=lesson02.dialect_rows())
+    choice = widgets.ToggleButtons(options=list(lesson02.DIALECTS), value=dialect)
     choice.add_class("lk-dialect")
-    write = styled(widgets.IntSlider(index, 0, 100, description="write"), "lk-wire-write")
+    write = styled(Slider(index, 0, 100, description="write", play_interval_ms=700),
+                   "lk-wire-write")  # fmt: skip
     view = readout("lk-wire-view")
     meaning, screen = readout("lk-wire-meaning"), readout("lk-wire-screen")
-    rows_of = functools.lru_cache(maxsize=4)(lesson02.wire_rows)
-
-    def shown(dialect: str, upto: int) -> dict[str, Any]:
-        rows = rows_of(dialect)
-        row = rows[min(upto, len(rows) - 1)]
-        return {
-            "last": len(rows) - 1,
-            "view": views.Html(views.inspector_html(rows, upto)),
-            "meaning": f"write {row.index} at {row.at_ms:.0f} ms: {lesson02.row_summary(row)}",
-            "screen": f"screen: {row.screen!r}" + ("  (complete)" if row.done else ""),
-        }
-
     bind(
         {"dialect": choice, "upto": write},
-        shown,
-        {"last": (write, "max"), "view": view, "meaning": meaning, "screen": screen},
+        readouts,
+        {
+            "last": (write, "max"),
+            "upto": (write, "value"),
+            "view": view,
+            "meaning": meaning,
+            "screen": screen,
+        },
     )
-    children = [choice, played(write, 700), meaning, screen, view]
     return Explorer(
-        children,
+        [choice, write, meaning, screen, view],
         css_class="lk-wire-inspector",
         title="wire inspector",
         what="Pick a dialect (lesson, openai, anthropic) and step through its writes: the bytes,"
-        f" what each write means, the screen after it. As text, the {dialect} stream:",
-        text=lesson02.wire_rows_text(rows_of(dialect), max_bytes=72),
+        f" what each write means, the screen after it. As text, the {dialect} stream up to the"
+        " write it opens on:",
+        text=readouts(dialect, index)["text"],
     )
 
 
@@ -229,36 +187,27 @@ def walkthrough_stepper(number: int = 1) -> Explorer:
 
     CSS: lk-walkthrough; buttons lk-walk-back, lk-walk-next (disabled at the ends);
     slider lk-walk-step; readouts lk-walk-view (title, bytes, explanation), lk-walk-screen.
+    State: lesson02.walkthrough_readouts.
     """
     steps = lesson02.walkthrough_steps()
-    step = styled(widgets.IntSlider(number, 1, len(steps), description="step"), "lk-walk-step")
+    readouts = functools.partial(lesson02.walkthrough_readouts, steps=steps)
+    step = styled(Slider(number, 1, len(steps), description="step"), "lk-walk-step")
     back, forward = widgets.Button(description="◀ back"), widgets.Button(description="next ▶")
     back.add_class("lk-walk-back")
     forward.add_class("lk-walk-next")
     view, screen = readout("lk-walk-view"), readout("lk-walk-screen")
-
-    def shown(number: int) -> dict[str, Any]:
-        current = steps[number - 1]
-        return {
-            "view": views.Html(views.walk_step_html(current)),
-            "screen": f"on screen after step {number}: {current.screen!r}",
-            "first": number == 1,
-            "last": number == len(steps),
-        }
-
     back.on_click(lambda _: setattr(step, "value", max(step.min, step.value - 1)))
     forward.on_click(lambda _: setattr(step, "value", min(step.max, step.value + 1)))
     outputs = {"view": view, "screen": screen, "first": (back, "disabled")}
     outputs["last"] = (forward, "disabled")
-    bind({"number": step}, shown, outputs)
-    children = [widgets.HBox([back, step, forward]), view, screen]
+    bind({"number": step}, readouts, outputs)
     return Explorer(
-        children,
+        [widgets.HBox([back, step, forward]), view, screen],
         css_class="lk-walkthrough",
         title="five-step walkthrough",
         what="◀ back and next ▶ walk from the request to the end marker: the bytes of each step"
         " and the screen after it. As text, all five steps:",
-        text="\n\n".join(lesson02.walk_step_text(s) for s in steps),
+        text="\n\n".join(readouts(n)["text"] for n in range(1, len(steps) + 1)),
     )
 
 
@@ -275,108 +224,76 @@ def arrival_stepper(
     chunk-size slider (lk-chunk-size), "typed offsets" the offsets box (lk-cut-positions);
     the other control is hidden. Offsets that cannot be used are named in the cuts
     readout. Readouts (CSS classes): lk-stepper-cuts, lk-stepper-arrival,
-    lk-stepper-events, lk-stepper-buffer, lk-stepper-screen; state from
+    lk-stepper-events, lk-stepper-buffer, lk-stepper-screen. State:
     lesson03.stepper_readouts.
     """
     if wire is None:
         wire, cuts = lesson03.worked_example()
         positions_text = ", ".join(map(str, cuts)) if positions_text is None else positions_text
     positions_text = positions_text or ""
+    readouts = functools.partial(lesson03.stepper_readouts, wire)
     start_mode = lesson03.CUT_MODES[1] if positions_text.strip() else lesson03.CUT_MODES[0]
     mode = widgets.ToggleButtons(options=list(lesson03.CUT_MODES), value=start_mode)
     mode.add_class("lk-cut-mode")
     size = styled(
-        widgets.IntSlider(chunk_bytes, 1, len(wire), description="chunk bytes"), "lk-chunk-size"
+        Slider(chunk_bytes, 1, len(wire), description="chunk bytes", unit="bytes"),
+        "lk-chunk-size",
     )
     positions = styled(
         widgets.Text(positions_text, description="cut after bytes", placeholder="e.g. 19, 54"),
         "lk-cut-positions",
     )
-    step = styled(widgets.IntSlider(1, 1, len(wire), description="arrival"), "lk-arrival-step")
-    readouts = readouts_named("lk-stepper", ("cuts", "arrival", "events", "buffer", "screen"))
-
-    def shown(mode: str, chunk_bytes: int, positions_text: str, step: int) -> dict[str, Any]:
-        values = lesson03.stepper_readouts(
-            wire, chunk_bytes=chunk_bytes, positions_text=positions_text, step=step, mode=mode
-        )
-        typed = mode == lesson03.CUT_MODES[1]
-        return {
-            **values,
-            "arrivals": int(values["arrivals"]),
-            "size_display": "none" if typed else "",
-            "positions_display": "" if typed else "none",
-        }
-
+    step = styled(Slider(1, 1, len(wire), description="arrival"), "lk-arrival-step")
+    lines = readouts_named("lk-stepper", ("cuts", "arrival", "events", "buffer", "screen"))
     bind(
         {"mode": mode, "chunk_bytes": size, "positions_text": positions, "step": step},
-        shown,
+        readouts,
         {
-            **readouts,
+            **lines,
             "arrivals": (step, "max"),
+            "step": (step, "value"),
             "size_display": (size.layout, "display"),
             "positions_display": (positions.layout, "display"),
         },
     )
-    start = lesson03.stepper_readouts(
-        wire, chunk_bytes=chunk_bytes, positions_text=positions_text, mode=start_mode
-    )
+    start = readouts(mode=start_mode, chunk_bytes=chunk_bytes, positions_text=positions_text)
     return Explorer(
-        [mode, size, positions, step, *readouts.values()],
+        [mode, size, positions, step, *lines.values()],
         css_class="lk-arrival-stepper",
         title="arrival stepper",
         what="Cut the bytes into even chunks or after offsets you type, then step through the"
         " arrivals: the events each completes, the buffer and the screen. As text, arrival 1:",
-        text="\n".join(start[k] for k in ("cuts", "arrival", "events", "buffer", "screen")),
+        text=start["text"],
     )
 
 
 def utf8_explorer(text: str = "café 🙂", cut_at_byte: int = 4) -> Explorer:
     """Return the UTF-8 explorer: cut a text's bytes anywhere and compare three ways to decode.
 
-    The cut slider is lk-utf8-cut-at. Typing a new text keeps the cut where it was (moved back only as far as the new
-    text's end, and forward again when the text grows). Readouts: lk-utf8-bytes,
-    lk-utf8-cut, lk-utf8-per-chunk, lk-utf8-replace, lk-utf8-incremental; state from
-    lesson03.utf8_readouts.
+    The text box is lk-utf8-text, the cut slider lk-utf8-cut-at. Typing a new text keeps
+    the cut where the learner put it: moved back only as far as the new text's end, and
+    forward again when the text grows (bind keeps the learner's value). Readouts:
+    lk-utf8-bytes, lk-utf8-cut, lk-utf8-per-chunk, lk-utf8-replace, lk-utf8-incremental.
+    State: lesson03.utf8_readouts.
     """
     source = styled(widgets.Text(text, description="text"), "lk-utf8-text")
     cut = styled(
-        widgets.IntSlider(cut_at_byte, 0, len(text.encode()), description="cut after byte"),
+        Slider(cut_at_byte, 0, len(text.encode()), description="cut after byte", unit="bytes"),
         "lk-utf8-cut-at",
     )
-    readouts = readouts_named("lk-utf8", ("bytes", "cut", "per_chunk", "replace", "incremental"))
-    wanted = {"cut": cut_at_byte, "fitting": False}
-
-    def remember(change: dict) -> None:  # a move by the learner, not our own clamping
-        if not wanted["fitting"]:
-            wanted["cut"] = change["new"]
-
-    def fit(change: dict) -> None:  # a new text: the same cut, within its bytes
-        n_bytes = len(change["new"].encode())
-        wanted["fitting"] = True
-        try:
-            if n_bytes > cut.max:
-                cut.max = n_bytes
-            cut.value = min(wanted["cut"], n_bytes)
-            cut.max = n_bytes
-        finally:
-            wanted["fitting"] = False
-
-    cut.observe(remember, names="value")
-    source.observe(fit, names="value")
+    lines = readouts_named("lk-utf8", ("bytes", "cut", "per_chunk", "replace", "incremental"))
     bind(
         {"text": source, "cut_at_byte": cut},
-        lambda text, cut_at_byte: lesson03.utf8_readouts(
-            text, min(cut_at_byte, len(text.encode()))
-        ),
-        readouts,
+        lesson03.utf8_readouts,
+        {**lines, "cut_max": (cut, "max"), "cut_at_byte": (cut, "value")},
     )
     return Explorer(
-        [source, cut, *readouts.values()],
+        [source, cut, *lines.values()],
         css_class="lk-utf8-explorer",
         title="UTF-8 explorer",
         what="Type a text and slide the cut across its bytes: the two pieces decoded on their own,"
         " with errors='replace', and by an incremental decoder. As text, where it opens:",
-        text=lesson03.format_utf8_frame(lesson03.utf8_frame(text, cut_at_byte)),
+        text=lesson03.utf8_readouts(text, cut_at_byte)["text"],
     )
 
 
@@ -384,34 +301,32 @@ def drop_explorer(wire: bytes | None = None, n_bytes: int = 70) -> Explorer:
     """Return the drop explorer: a drop-position slider, what is on screen, and the staircase.
 
     Readouts: lk-drop-position-readout, lk-drop-screen, lk-drop-complete, lk-drop-held;
-    the staircase is an SVG in lk-drop-plot. State from lesson04.drop_readouts.
+    the staircase is an SVG in lk-drop-plot. State: lesson04.drop_readouts.
     """
     wire = practice.practice_wire() if wire is None else wire
-    lengths = lesson04.drop_staircase(wire)
-    position = styled(
-        widgets.IntSlider(n_bytes, 0, len(wire), description="drop after"), "lk-drop-position"
+    readouts = functools.partial(
+        lesson04.drop_readouts, wire, lengths=lesson04.drop_staircase(wire)
     )
-    readouts = {
+    position = styled(
+        Slider(n_bytes, 0, len(wire), description="drop after", unit="bytes"), "lk-drop-position"
+    )
+    lines = {
         "position": readout("lk-drop-position-readout"),
         **readouts_named("lk-drop", ("screen", "complete", "held")),
     }
     plot = figure("lk-drop-plot")
-
-    def shown(n_bytes: int) -> dict[str, Any]:
-        return {**lesson04.drop_readouts(wire, n_bytes), "plot": svg.drop_svg(lengths, n_bytes)}
-
-    bind({"n_bytes": position}, shown, {**readouts, "plot": plot})
+    bind({"n_bytes": position}, readouts, {**lines, "plot": plot})
     return Explorer(
-        [position, *readouts.values(), plot],
+        [position, *lines.values(), plot],
         css_class="lk-drop-explorer",
         title="drop explorer",
         what="Slide the byte after which the connection dies: what the user keeps, whether it is"
         " complete, and what arrived but is held back. As text, where it opens:",
-        text=lesson04.format_drop_frame(lesson04.drop_frame(wire, n_bytes)),
+        text=readouts(n_bytes)["text"],
     )
 
 
-SKIP_PREDICTION = "(no prediction: just show me the run)"
+SKIP_PREDICTION = lesson04.SKIP_PREDICTION
 
 
 class Prediction(Twinned):
@@ -462,34 +377,27 @@ def prediction_picker(choices: Iterable[str], *, css_class: str = "lk-prediction
     return Prediction(dropdown, "lk-prediction-box", choices)
 
 
-def reveal_after(prediction: Prediction, run: Callable[[], Any], *, answer: str) -> Twinned:
+def reveal_after(
+    prediction: Prediction, run: Callable[[], Any], *, answer: str | Callable[[Any], str]
+) -> Twinned:
     """Return a box that shows what `run()` printed, but only once `prediction` has a pick.
 
     `run` is called now (an exception shows in the cell as usual) with its printing
-    captured; the box shows it, with the prediction compared to `answer`
-    (lesson04.compare_prediction), as soon as a prediction is picked, and follows
-    later changes of the pick. CSS: lk-reveal (the box's readout).
+    captured. `answer` is what the pick is compared with (lesson04.compare_prediction):
+    a string, or a function of what `run()` returned (an Experiment's answer, read off
+    the run, so the notebook never writes the answer down). The box shows the run and
+    the verdict as soon as a prediction is picked, and follows later changes of the
+    pick. CSS: lk-reveal (the box's readout). State: lesson04.reveal_readouts.
     """
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        run()
-    output = printed.getvalue().rstrip("\n")
+        result = run()
+    expected = answer(result) if callable(answer) else answer
+    readouts = functools.partial(
+        lesson04.reveal_readouts, printed=printed.getvalue().rstrip("\n"), answer=expected
+    )
     box = readout("lk-reveal")
-
-    def shown(choice: str) -> dict[str, Any]:
-        if choice == lesson04.PREDICTION_PLACEHOLDER:
-            waiting = "Pick a prediction above (or choose to skip it): the run shows here then."
-            return {"shown": views.Html(f'<i style="color:#555">{html.escape(waiting)}</i>')}
-        guess = "" if choice == SKIP_PREDICTION else choice
-        verdict = lesson04.compare_prediction(guess, answer)
-        return {
-            "shown": views.Html(
-                '<pre style="margin:0;white-space:pre-wrap">'
-                f"{html.escape(output)}</pre><div><b>{html.escape(verdict)}</b></div>"
-            )
-        }
-
-    bind({"choice": prediction.dropdown}, shown, {"shown": box})
+    bind({"choice": prediction.dropdown}, readouts, {"shown": box})
     return Twinned(
         [box],
         css_class="lk-reveal-box",
@@ -498,58 +406,28 @@ def reveal_after(prediction: Prediction, run: Callable[[], Any], *, answer: str)
     )
 
 
-_BOX_STYLE = "white-space: pre-wrap; border: 1px solid #999; padding: 4px; min-height: 6em"
-
-
 def flicker_demo(tokens: Iterable[str] | None = None, step: int | None = None) -> Explorer:
     """Return the flicker demo: a token slider, the naive and the stable rendering side by side.
 
     Readouts: lk-flicker-naive and lk-flicker-stable (HTML), lk-flicker-count (rewrites so
-    far for each renderer). State from render.flicker_frames.
+    far for each renderer). State: lesson05.flicker_readouts.
     """
     frames = render.flicker_frames(
         render.split_tokens(render.FLICKER_ANSWER) if tokens is None else tokens
     )
-    slider = styled(
-        widgets.IntSlider(
-            len(frames) if step is None else step, 1, len(frames), description="tokens"
-        ),
-        "lk-flicker-step",
-    )
+    readouts = functools.partial(lesson05.flicker_readouts, frames=frames)
+    start = len(frames) if step is None else step
+    slider = styled(Slider(start, 1, len(frames), description="tokens"), "lk-flicker-step")
     naive, stable = widgets.HTML(), widgets.HTML()
     naive.add_class("lk-flicker-naive")
     stable.add_class("lk-flicker-stable")
     count = readout("lk-flicker-count")
-
-    def count_text(upto: int) -> str:
-        so_far = frames[:upto]
-        n_naive = sum(f.naive_rewrote for f in so_far)
-        n_stable = sum(f.stable_rewrote for f in so_far)
-        return (
-            f"after {so_far[-1].step} tokens: naive rewrote the screen {n_naive} times,"
-            f" stable {n_stable}"
-        )
-
-    def shown(upto: int) -> dict[str, Any]:
-        frame = frames[upto - 1]
-        return {
-            "naive": views.Html(
-                f'<b>naive</b><div style="{_BOX_STYLE}">{render.to_html(frame.naive)}</div>'
-            ),
-            "stable": views.Html(
-                f'<b>stable</b><div style="{_BOX_STYLE}">{render.to_html(frame.stable)}</div>'
-            ),
-            "count": count_text(upto),
-        }
-
-    bind({"upto": slider}, shown, {"naive": naive, "stable": stable, "count": count})
-    start = frames[slider.value - 1]
+    bind({"upto": slider}, readouts, {"naive": naive, "stable": stable, "count": count})
     return Explorer(
         [slider, widgets.HBox([naive, stable]), count],
         css_class="lk-flicker-demo",
         title="flicker demo",
         what="Slide through the tokens: the naive screen jumps where the stable one only grows."
         " As text, where it opens:",
-        text=f"naive : {render.to_text(start.naive)}\nstable: {render.to_text(start.stable)}\n"
-        + count_text(slider.value),
+        text=readouts(start)["text"],
     )

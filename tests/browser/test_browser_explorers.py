@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from coursecontrols import play_button, press_key, shown_value, type_value
 from explorer_reactions import REACTIONS, moves, reaction_ms
 from labdriver import (
     LabServer,
@@ -24,12 +25,9 @@ from labdriver import (
     html_text,
     normalized,
     open_notebook,
-    press_slider_key,
     relative_to_root,
     run_all_and_wait,
     save_artifacts,
-    set_slider,
-    slider_value,
     snapshot_cells,
     tracebacks,
     wait_for,
@@ -180,7 +178,8 @@ def timeline_shows_time_it_reads(out: Any, **params: int) -> bool:
     t_text = out.locator(".lk-timeline-t .widget-html-content").text_content() or ""
     if not re.search(r"[\d,]+ ms", t_text):
         return False
-    readouts = lesson01.timeline_readouts(lesson01.timeline_view(shown_ms(t_text), **params))
+    readouts = lesson01.timeline_readouts(shown_ms(t_text), **params)
+    readouts = {name: readouts[name] for name in ("t", "ttft", "blocking", "total", "visible")}
     shown = {
         name: normalized(out.locator(f".lk-timeline-{name} .widget-html-content").text_content())
         for name in readouts
@@ -196,9 +195,9 @@ def test_timeline_readouts_show_the_new_ttft_and_total_when_prefill_moves(
     plot = out.locator(".lk-timeline-plot .widget-html-content")
     before = plot.inner_html()
 
-    set_slider(out.locator(".lk-prefill-ms"), 500)
+    type_value(out.locator(".lk-prefill-ms"), 500)
 
-    expected = lesson01.timeline_readouts(lesson01.timeline_view(0, prefill_ms=500))
+    expected = lesson01.timeline_readouts(0, prefill_ms=500)
     ttft = out.locator(".lk-timeline-ttft .widget-html-content")
     expect(ttft).to_have_text(expected["ttft"], timeout=TIMEOUT_MS)
     expect(out.locator(".lk-timeline-total .widget-html-content")).to_have_text(expected["total"])
@@ -223,9 +222,10 @@ def test_timeline_play_moves_time_forward_and_the_screens_follow(
     t_readout = out.locator(".lk-timeline-t .widget-html-content")
     expect(t_readout).to_have_text("t = 0 ms", timeout=TIMEOUT_MS)
 
-    out.locator(".lk-play button").first.click()  # the Play button
+    play = play_button(out.locator(".lk-t-ms"))
+    play.click()  # Play
     seen = watch_texts(t_readout, until=lambda texts: len(texts) >= 4)
-    out.locator(".lk-play button").nth(1).click()  # Pause
+    play.click()  # Pause
 
     times = [shown_ms(text) for text in seen]
     assert times == sorted(times) and len(set(times)) >= 4, f"t did not advance: {seen}"
@@ -240,35 +240,40 @@ def test_cancel_readouts_show_what_stopping_at_the_new_time_saves(
     explorers: ExplorerNotebook,
 ) -> None:
     out = explorers.output("cancel")
-    expect_readouts(out, "lk-cancel-", lesson01.cancel_readouts(lesson01.cancel_view(2000)))
+    expect_readouts(out, "lk-cancel-", _cancel_lines(2000))
 
-    set_slider(out.locator(".lk-cancel-at-ms"), 5000)
-    expect_readouts(out, "lk-cancel-", lesson01.cancel_readouts(lesson01.cancel_view(5000)))
+    type_value(out.locator(".lk-cancel-at-ms"), 5000)
+    expect_readouts(out, "lk-cancel-", _cancel_lines(5000))
 
-    price = out.locator(".lk-cancel-price input")
-    price.fill("25")
-    price.press("Enter")
-    view = lesson01.cancel_view(5000, usd_per_million_tokens=25.0)
-    expect_readouts(out, "lk-cancel-", lesson01.cancel_readouts(view))
+    type_value(out.locator(".lk-cancel-price"), 25)
+    expect_readouts(out, "lk-cancel-", _cancel_lines(5000, 25.0))
+
+
+def _cancel_lines(cancel_at_ms: int, usd: float = 10.0) -> dict[str, str]:
+    readouts = lesson01.cancel_readouts(cancel_at_ms, usd)
+    return {name: readouts[name] for name in ("seen", "generated", "saved", "time", "cost")}
 
 
 def test_decode_loop_play_steps_through_the_passes(explorers: ExplorerNotebook) -> None:
     out = explorers.output("decode_play")
     steps = lesson01.decode_steps()
     view = out.locator(".lk-decode-view .widget-html-content")
-    expect_html(view, views.decode_step_html(steps[0]))
+    expected_texts = [
+        html_text(lesson01.decode_readouts(i, steps=steps)["view"]) for i in range(len(steps))
+    ]
+    expect(view).to_have_text(expected_texts[0], timeout=TIMEOUT_MS)
 
-    out.locator(".lk-play button").first.click()
+    play = play_button(out.locator(".lk-decode-pass"))
+    play.click()
     seen = watch_texts(view, until=lambda texts: len(texts) >= 3)
-    out.locator(".lk-play button").nth(1).click()
+    play.click()
 
-    expected_texts = [html_text(views.decode_step_html(step)) for step in steps]
     assert all(text in expected_texts for text in seen), f"unexpected pass views: {seen}"
     passes = [expected_texts.index(text) for text in seen]
     assert passes == sorted(passes), f"passes went backwards: {passes}"
 
     def matches_slider() -> bool:
-        shown = int(slider_value(out.locator(".lk-decode-pass")))
+        shown = int(shown_value(out.locator(".lk-decode-pass")))
         return normalized(view.text_content()) == expected_texts[shown]
 
     wait_for(matches_slider, timeout_s=30, what="the view to show the pass on the slider")
@@ -283,7 +288,7 @@ def test_wire_inspector_shows_the_chosen_dialects_write_and_screen(
 ) -> None:
     out = explorers.output("wire")
     out.locator(".lk-dialect button", has_text="anthropic").click()
-    set_slider(out.locator(".lk-wire-write"), 4)
+    type_value(out.locator(".lk-wire-write"), 4)
 
     rows = lesson02.wire_rows("anthropic")
     row = rows[4]
@@ -324,16 +329,19 @@ def test_arrival_stepper_follows_typed_cut_positions_and_the_step_slider(
     wire, _ = lesson03.worked_example()
     positions = out.locator(".lk-cut-positions input")
     positions.fill("10, 30")
-    set_slider(out.locator(".lk-arrival-step"), 2)
+    type_value(out.locator(".lk-arrival-step"), 2)
 
-    expected = lesson03.stepper_readouts(wire, chunk_bytes=16, positions_text="10, 30", step=2)
-    expected.pop("arrivals")
-    expect_readouts(out, "lk-stepper-", expected)
+    expect_readouts(out, "lk-stepper-", _stepper_lines(wire, "10, 30", 2))
 
-    press_slider_key(out.locator(".lk-arrival-step"), "ArrowRight")
-    expected = lesson03.stepper_readouts(wire, chunk_bytes=16, positions_text="10, 30", step=3)
-    expected.pop("arrivals")
-    expect_readouts(out, "lk-stepper-", expected)
+    press_key(out.locator(".lk-arrival-step"), "ArrowRight")
+    expect_readouts(out, "lk-stepper-", _stepper_lines(wire, "10, 30", 3))
+
+
+def _stepper_lines(wire: bytes, positions_text: str, step: int) -> dict[str, str]:
+    readouts = lesson03.stepper_readouts(
+        wire, chunk_bytes=16, positions_text=positions_text, step=step
+    )
+    return {name: readouts[name] for name in ("cuts", "arrival", "events", "buffer", "screen")}
 
 
 @pytest.mark.parametrize("cut_at_byte", [3, 4, 7])
@@ -341,7 +349,7 @@ def test_utf8_explorer_readouts_follow_the_cut(
     explorers: ExplorerNotebook, cut_at_byte: int
 ) -> None:
     out = explorers.output("utf8")
-    set_slider(out.locator(".lk-utf8-cut-at"), cut_at_byte)
+    type_value(out.locator(".lk-utf8-cut-at"), cut_at_byte)
     expect_readouts(out, "lk-utf8-", _utf8_expected("café 🙂", cut_at_byte))
 
 
@@ -361,11 +369,11 @@ def test_drop_explorer_shows_the_text_and_complete_flag_for_the_new_drop_point(
     expect(plot).to_have_count(1, timeout=TIMEOUT_MS)
     before = plot.inner_html()
 
-    set_slider(out.locator(".lk-drop-position"), 40)
+    type_value(out.locator(".lk-drop-position"), 40)
     expect_readouts(out, "lk-drop-", _drop_expected(wire, 40))
     wait_for(lambda: plot.inner_html() != before, timeout_s=30, what="the staircase to move")
 
-    press_slider_key(out.locator(".lk-drop-position"), "End")
+    press_key(out.locator(".lk-drop-position"), "End")
     expect_readouts(out, "lk-drop-", _drop_expected(wire, len(wire)))
     expect(out.locator(".lk-drop-complete .widget-html-content")).to_have_text("complete=True")
 
@@ -383,7 +391,7 @@ def test_flicker_demo_shows_both_renderings_of_the_tokens_so_far(
     out = explorers.output("flicker")
     frames = render.flicker_frames(render.split_tokens(render.FLICKER_ANSWER))
     step = min(8, len(frames))
-    set_slider(out.locator(".lk-flicker-step"), step)
+    type_value(out.locator(".lk-flicker-step"), step)
 
     frame = frames[step - 1]
     naive = out.locator(".lk-flicker-naive .widget-html-content")
@@ -410,7 +418,7 @@ def _click_toggle(out: Any, group: str, label: str) -> None:
 
 
 def _play(out: Any) -> None:
-    out.locator(".lk-play button").first.click()  # Play: it stops by itself at the last write
+    play_button(out.locator(".lk-wire-write")).click()  # Play: it stops by itself at the end
 
 
 def _fill_and_enter(locator: Any, text: str) -> None:
@@ -420,30 +428,30 @@ def _fill_and_enter(locator: Any, text: str) -> None:
 
 CONTROL_CHANGES = [
     # (cell, control, what the learner does, the element that must change)
-    ("controls_timeline", "prefill", lambda o: set_slider(o.locator(".lk-prefill-ms"), 500),
+    ("controls_timeline", "prefill", lambda o: type_value(o.locator(".lk-prefill-ms"), 500),
      ".lk-timeline-plot"),
-    ("controls_timeline", "per token", lambda o: set_slider(o.locator(".lk-per-token-ms"), 60),
+    ("controls_timeline", "per token", lambda o: type_value(o.locator(".lk-per-token-ms"), 60),
      ".lk-timeline-total"),
-    ("controls_timeline", "tokens", lambda o: set_slider(o.locator(".lk-n-tokens"), 12),
+    ("controls_timeline", "tokens", lambda o: type_value(o.locator(".lk-n-tokens"), 12),
      ".lk-timeline-total"),
-    ("controls_timeline", "round trip", lambda o: set_slider(o.locator(".lk-latency-ms"), 100),
+    ("controls_timeline", "round trip", lambda o: type_value(o.locator(".lk-latency-ms"), 100),
      ".lk-timeline-ttft"),
-    ("controls_timeline", "t", lambda o: set_slider(o.locator(".lk-t-ms"), 900),
+    ("controls_timeline", "t", lambda o: type_value(o.locator(".lk-t-ms"), 900),
      ".lk-timeline-screens"),
-    ("controls_cancel", "stop at", lambda o: set_slider(o.locator(".lk-cancel-at-ms"), 5000),
+    ("controls_cancel", "stop at", lambda o: type_value(o.locator(".lk-cancel-at-ms"), 5000),
      ".lk-cancel-plot"),
-    ("controls_cancel", "price", lambda o: _fill_and_enter(o.locator(".lk-cancel-price input"), "25"),
+    ("controls_cancel", "price", lambda o: type_value(o.locator(".lk-cancel-price"), 25),
      ".lk-cancel-cost"),
     ("controls_wire", "dialect", lambda o: _click_toggle(o, ".lk-dialect", "anthropic"),
      ".lk-wire-view"),
-    ("controls_wire", "write", lambda o: set_slider(o.locator(".lk-wire-write"), 4),
+    ("controls_wire", "write", lambda o: type_value(o.locator(".lk-wire-write"), 4),
      ".lk-wire-meaning"),
     ("controls_wire", "play", _play, ".lk-wire-meaning"),
     ("controls_stepper", "cutting mode", lambda o: _click_toggle(o, ".lk-cut-mode", "even chunks"),
      ".lk-stepper-cuts"),
-    ("controls_stepper", "chunk bytes", lambda o: set_slider(o.locator(".lk-chunk-size"), 7),
+    ("controls_stepper", "chunk bytes", lambda o: type_value(o.locator(".lk-chunk-size"), 7),
      ".lk-stepper-cuts"),
-    ("controls_stepper", "arrival", lambda o: set_slider(o.locator(".lk-arrival-step"), 2),
+    ("controls_stepper", "arrival", lambda o: type_value(o.locator(".lk-arrival-step"), 2),
      ".lk-stepper-arrival"),
     ("controls_stepper", "typed offsets", lambda o: (
         _click_toggle(o, ".lk-cut-mode", "typed offsets"),
@@ -451,7 +459,7 @@ CONTROL_CHANGES = [
      ), ".lk-stepper-cuts"),
     ("controls_utf8", "text", lambda o: _fill_and_enter(o.locator(".lk-utf8-text input"), "naïve"),
      ".lk-utf8-bytes"),
-    ("controls_utf8", "cut", lambda o: set_slider(o.locator(".lk-utf8-cut-at"), 3),
+    ("controls_utf8", "cut", lambda o: type_value(o.locator(".lk-utf8-cut-at"), 3),
      ".lk-utf8-per-chunk"),
 ]  # fmt: skip
 
@@ -513,7 +521,7 @@ def test_the_utf8_explorer_keeps_the_cut_when_the_text_changes_and_shows_its_lab
 ) -> None:
     out = explorers.output("utf8")
     cut = out.locator(".lk-utf8-cut-at")
-    set_slider(cut, 4)
+    type_value(cut, 4)
     expect(out.locator(".lk-utf8-cut .widget-html-content")).to_contain_text(
         "cut after byte 4", timeout=TIMEOUT_MS
     )
@@ -522,8 +530,8 @@ def test_the_utf8_explorer_keeps_the_cut_when_the_text_changes_and_shows_its_lab
         "13 bytes", timeout=TIMEOUT_MS
     )
     expect(out.locator(".lk-utf8-cut .widget-html-content")).to_contain_text("cut after byte 4")
-    assert slider_value(cut) == 4
-    label = cut.locator(".widget-label")
+    assert shown_value(cut) == 4
+    label = cut.locator("label")
     expect(label).to_have_text("cut after byte")
     assert label.evaluate("el => el.scrollWidth <= el.clientWidth"), "the label is cut off"
 

@@ -32,6 +32,8 @@ MACHINE_PATHS = re.compile(
 )
 # host:port on the loopback (or any named host) with a number for the port.
 HOST_PORT = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\]|0\.0\.0\.0):(\d{2,5})\b")
+# Pixels inside HTML (a figure's <img src="data:...">): base64 can spell "/tmp/" by chance.
+DATA_URI = re.compile(r"data:image/[a-z+]+;base64,[A-Za-z0-9+/=]+")
 
 
 def _texts(notebook) -> list[tuple[str, str]]:
@@ -45,9 +47,8 @@ def _texts(notebook) -> list[tuple[str, str]]:
             for mime, data in output.get("data", {}).items():
                 if mime.startswith("image/"):
                     continue  # pixels, not text
-                found.append(
-                    (f"{where} {mime}", data if isinstance(data, str) else json.dumps(data))
-                )
+                text = data if isinstance(data, str) else json.dumps(data)
+                found.append((f"{where} {mime}", DATA_URI.sub("data:image", text)))
             if output.get("output_type") == "error":
                 found.append((f"{where} traceback", "\n".join(output.get("traceback", []))))
     return found
@@ -60,6 +61,12 @@ def machine_traces(text: str, *, host: str = socket.gethostname()) -> list[str]:
     if len(host) >= 4 and host.lower() not in {"localhost"} and host in text:
         traces.append(f"host name {host!r}")
     return traces
+
+
+def test_the_scan_skips_the_pixels_of_a_figure_but_not_its_words():
+    html = '<img alt="cut at 127.0.0.1:37971" src="data:image/png;base64,AAAA/tmp/BBBB+/root/CC==">'
+    assert DATA_URI.sub("data:image", html) == '<img alt="cut at 127.0.0.1:37971" src="data:image">'
+    assert machine_traces(DATA_URI.sub("data:image", html)) == ["127.0.0.1:37971"]
 
 
 def test_the_scan_finds_each_kind_of_trace():

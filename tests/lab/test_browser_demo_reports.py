@@ -114,7 +114,7 @@ def test_without_a_browser_the_report_says_nothing_was_received(server):
     # It gives up after the grace, not at the timeout (a deadline of 100x the grace).
     assert time.monotonic() - started < timeout_s / 2
     assert report.outcome == "no browser" and report.panels == {}
-    assert "no browser is showing the demo" in str(report)
+    assert "no browser showed the demo" in str(report)
 
 
 def test_an_older_run_does_not_replace_a_newer_one(server):

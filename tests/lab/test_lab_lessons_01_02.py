@@ -105,8 +105,18 @@ def test_latency_delays_the_first_token_by_that_much():
 
 
 def test_timeline_readouts_name_both_numbers():
-    readouts = lesson01.timeline_readouts(timeline_view(400))
+    readouts = lesson01.timeline_readouts(400)
     assert "340 ms" in readouts["ttft"] and "540 ms" in readouts["blocking"]
+
+
+def test_timeline_readouts_clamp_t_to_the_axis_and_say_so_in_the_value_they_return():
+    readouts = lesson01.timeline_readouts(50_000, n_tokens=6)
+    assert readouts["t_ms"] == readouts["t_max"] < 50_000
+    assert "6 of 6" in readouts["visible"] and readouts["text"].startswith("t = ")
+
+
+def test_the_timeline_readouts_text_is_the_frame_the_twin_prints():
+    assert lesson01.timeline_readouts(400)["text"] == lesson01.timeline_text(timeline_view(400))
 
 
 def test_timeline_text_frame_shows_both_panes():
@@ -347,10 +357,9 @@ def test_decode_player_shows_the_pass_its_slider_selects():
     assert "writes ' ships'" in _find(box, "lk-decode-view").value
 
 
-def test_play_drives_the_decode_slider_in_the_kernel():
-    box = widgets.decode_loop_player()
-    _find(box, "lk-play").value = 3
-    assert _find(box, "lk-decode-pass").value == 3
+def test_the_decode_slider_carries_its_own_play_button():
+    slider = _find(widgets.decode_loop_player(), "lk-decode-pass")
+    assert slider.play_interval_ms == 800 and slider.description == "pass"
 
 
 def test_timeline_explorer_moves_its_readouts_with_time():
@@ -390,18 +399,38 @@ def _count_timeline_drawing(monkeypatch):
 def test_timeline_explorer_draws_once_per_move_of_t(monkeypatch):
     counts = _count_timeline_drawing(monkeypatch)
     box = widgets.timeline_explorer(t_ms=0)
+    built = counts["draws"]
     for t_ms in (100, 200, 300):
         _find(box, "lk-t-ms").value = t_ms
-    assert counts == {"draws": 4}
+    assert counts["draws"] - built == 3
 
 
-def test_timeline_explorer_draws_the_clamped_time_when_a_speed_change_moves_t(monkeypatch):
+def test_timeline_explorer_draws_the_clamped_time_once_when_a_speed_change_moves_t(monkeypatch):
     counts = _count_timeline_drawing(monkeypatch)
     box = widgets.timeline_explorer(n_tokens=500, t_ms=15_000)
+    built = counts["draws"]
     _find(box, "lk-n-tokens").value = 6  # t.max shrinks below t: the slider clamps t
-    assert counts["draws"] <= 3
-    assert _find(box, "lk-t-ms").value <= _find(box, "lk-t-ms").max
-    assert "6 of 6" in _find(box, "lk-timeline-visible").value
+    assert counts["draws"] - built == 1
+    t = _find(box, "lk-t-ms")
+    assert t.value == t.max and "6 of 6" in _find(box, "lk-timeline-visible").value
+
+
+def test_the_time_a_speed_change_clamped_comes_back_when_the_axis_grows_again():
+    box = widgets.timeline_explorer(n_tokens=500, t_ms=15_000)
+    tokens, t = _find(box, "lk-n-tokens"), _find(box, "lk-t-ms")
+    tokens.value = 6
+    assert t.value < 15_000
+    tokens.value = 500
+    assert t.value == 15_000 and "t = 15,000 ms" in _find(box, "lk-timeline-t").value
+
+
+def test_reset_puts_every_timeline_slider_back_where_it_opened():
+    box = widgets.timeline_explorer(t_ms=400)
+    _find(box, "lk-n-tokens").value = 500
+    _find(box, "lk-t-ms").value = 2_000
+    _find(box, "lk-timeline-reset").click()
+    assert _find(box, "lk-n-tokens").value == 6 and _find(box, "lk-t-ms").value == 400
+    assert "2 of 6 tokens" in _find(box, "lk-timeline-visible").value
 
 
 def test_cancel_explorer_updates_savings_when_the_stop_moves():
@@ -456,9 +485,7 @@ def test_side_by_side_text_shows_the_same_last_writes_as_the_html():
 def test_the_timeline_time_slider_step_is_a_round_number_so_round_times_stay_on_its_grid(
     step, expected
 ):
-    from lessonkit.lab.widgets import _round_step
-
-    assert _round_step(step) == expected
+    assert lesson01.round_step(step) == expected
 
 
 def _descendants(widget):

@@ -213,7 +213,7 @@ def test_typed_offsets_with_nothing_usable_say_so_and_keep_the_wire_whole():
     shown = lesson03.stepper_readouts(
         wire, chunk_bytes=16, positions_text="abc", mode="typed offsets"
     )
-    assert shown["arrivals"] == "1" and "none usable" in shown["cuts"]
+    assert shown["arrivals"] == 1 and "none usable" in shown["cuts"]
     assert "'abc' is not a whole number" in shown["cuts"]
 
 
@@ -234,7 +234,8 @@ def test_stepper_uses_the_chunk_size_when_no_positions_are_typed():
 def test_stepper_readouts_clamp_a_step_past_the_end_to_the_last_arrival():
     wire, _ = lesson03.worked_example()
     values = lesson03.stepper_readouts(wire, chunk_bytes=100, step=5)
-    assert values["arrivals"] == "1" and values["screen"] == "screen: 'Your order' (complete)"
+    assert values["arrivals"] == 1 and values["step"] == 1
+    assert values["screen"] == "screen: 'Your order' (complete)"
 
 
 def test_drop_readouts_show_the_flag_as_text():

@@ -38,11 +38,24 @@ def test_every_figure_is_well_formed_svg_with_a_fixed_size_and_no_ids(figure):
     assert isinstance(figure, views.Html)
 
 
-def test_every_colour_is_from_the_okabe_ito_palette_or_a_grey():
-    allowed = {c.lower() for c in views.OKABE_ITO.values()} | {"white", "#333", "#555", "#666"}
+def test_every_colour_is_a_jupyterlab_theme_variable():
+    allowed = set(views.THEME.values())
     for figure in _figures():
-        colours = set(re.findall(r'(?:fill|stroke)="([^"]+)"', figure)) - {"none"}
-        assert {c.lower() for c in colours} <= allowed
+        assert not re.search(r' (?:fill|stroke)="', figure), (
+            "an SVG attribute cannot read the theme"
+        )
+        colours = set(re.findall(r"(?:fill|stroke):(var\([^)]*\)\)|[^;\"]+)", figure)) - {"none"}
+        assert colours and colours <= allowed, colours - allowed
+
+
+def test_no_figure_paints_a_background_of_its_own_so_text_reads_on_the_pages():
+    for figure in _figures():
+        root = _parse(figure)
+        size = (root.get("width"), root.get("height"))
+        backgrounds = [
+            r for r in root.iter(f"{SVG_NS}rect") if (r.get("width"), r.get("height")) == size
+        ]
+        assert not backgrounds
 
 
 def test_the_same_state_gives_the_same_bytes():
@@ -55,8 +68,10 @@ def test_the_timeline_marks_ttft_and_total_and_one_tick_per_token():
     figure = svg.timeline_svg(lesson01.timeline_view(400))
     labels = [t.text for t in _texts(_parse(figure))]
     assert "TTFT 340 ms" in labels and "total 540 ms" in labels
-    tick_path = re.search(r'<path d="([^"]+)" stroke="#0072B2"', figure).group(1)
-    assert tick_path.count("M") == 6
+    tick_path = re.search(
+        r'<path d="([^"]+)" style="fill:none;stroke:var\(--jp-brand-color1', figure
+    )
+    assert tick_path.group(1).count("M") == 6
 
 
 def test_no_dashed_line_crosses_the_ttft_or_total_label_even_when_the_times_coincide():
@@ -70,7 +85,7 @@ def test_no_dashed_line_crosses_the_ttft_or_total_label_even_when_the_times_coin
         dashed_tops = [
             float(line.get("y1"))
             for line in root.iter(f"{SVG_NS}line")
-            if line.get("stroke-dasharray")
+            if "stroke-dasharray" in (line.get("style") or "")
         ]
         assert len(label_ys) == 2 and len(dashed_tops) == 2
         assert max(label_ys) < min(dashed_tops), "a label sits where its line runs"
@@ -81,8 +96,21 @@ def test_the_now_line_moves_with_t_and_nothing_else_does():
     early = svg.timeline_svg(lesson01.timeline_view(100))
     late = svg.timeline_svg(lesson01.timeline_view(500))
     now = re.compile(r'<line class="lk-now"[^>]*/>')
+    label = re.compile(r' aria-label="[^"]*"')  # the words name t too
     assert now.search(early).group() != now.search(late).group()
-    assert now.sub("", early) == now.sub("", late)
+    assert label.sub("", now.sub("", early)) == label.sub("", now.sub("", late))
+
+
+@pytest.mark.parametrize("figure", list(_figures()), ids=["timeline", "long", "cancel", "drop"])
+def test_every_figure_is_an_image_whose_label_gives_its_numbers_in_words(figure):
+    root = _parse(figure)
+    label = root.get("aria-label")
+    assert root.get("role") == "img" and label and re.search(r"\d", label)
+
+
+def test_the_timeline_label_names_t_the_first_token_and_the_total():
+    label = _parse(svg.timeline_svg(lesson01.timeline_view(400))).get("aria-label")
+    assert "t = 400 ms" in label and "340 ms" in label and "540 ms" in label
 
 
 def test_the_drop_staircase_marks_the_drop_point_and_names_it():

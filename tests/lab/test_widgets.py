@@ -38,7 +38,12 @@ def test_bind_writes_only_the_outputs_whose_value_changed():
     assert writes == {"fixed": 1, "moving": 4}
 
 
-def test_bind_sets_a_trait_and_goes_round_again_when_that_moves_a_control():
+def _limited(limit, value):
+    shown = min(value, limit)
+    return {"max": limit, "value": shown, "seen": f"value {shown}"}
+
+
+def test_a_control_moved_by_binds_own_write_is_not_taken_as_the_learners_move():
     limit = ipywidgets.IntSlider(10, 1, 10)
     value = ipywidgets.IntSlider(8, 0, 10)
     seen = ipywidgets.HTML()
@@ -46,12 +51,41 @@ def test_bind_sets_a_trait_and_goes_round_again_when_that_moves_a_control():
 
     def readouts(limit, value):
         calls.append((limit, value))
-        return {"max": limit, "seen": f"value {value}"}
+        return _limited(limit, value)
 
-    widgets.bind({"limit": limit, "value": value}, readouts, {"max": (value, "max"), "seen": seen})
+    outputs = {"max": (value, "max"), "value": (value, "value"), "seen": seen}
+    widgets.bind({"limit": limit, "value": value}, readouts, outputs)
     limit.value = 5  # value.max drops to 5, which clamps value from 8 to 5
     assert value.value == 5 and "value 5" in seen.value
-    assert calls[-1] == (5, 5)
+    assert calls == [(10, 8), (5, 8)], "one pass per change, with the value the learner set"
+
+
+def test_a_control_that_had_to_move_comes_back_when_there_is_room_again():
+    limit = ipywidgets.IntSlider(10, 1, 10)
+    value = ipywidgets.IntSlider(8, 0, 10)
+    outputs = {"max": (value, "max"), "value": (value, "value")}
+    widgets.bind({"limit": limit, "value": value}, _limited, outputs)
+    limit.value = 3
+    assert value.value == 3
+    limit.value = 9
+    assert value.value == 8
+    value.value = 2  # now the learner moves it: that is the new value to keep
+    limit.value = 10
+    assert value.value == 2
+
+
+def test_bind_calls_the_readouts_once_per_change_however_many_outputs_move():
+    sliders = [ipywidgets.IntSlider(5, 0, 10) for _ in range(3)]
+    calls = []
+
+    def readouts(a, b, c):
+        calls.append((a, b, c))
+        return {"a_max": 10 - b, "b_max": 10 - c}
+
+    outputs = {"a_max": (sliders[0], "max"), "b_max": (sliders[1], "max")}
+    widgets.bind(dict(zip("abc", sliders, strict=True)), readouts, outputs)
+    sliders[2].value = 9  # b.max drops to 1 and clamps b: still one call
+    assert len(calls) == 2 and calls[-1] == (5, 5, 9)
 
 
 def test_an_explorer_shows_its_twin_where_no_widget_can_run():
@@ -61,6 +95,44 @@ def test_an_explorer_shows_its_twin_where_no_widget_can_run():
     assert "<b>▶ Run this cell to open the timeline explorer.</b>" in bundle["text/html"]
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert repr(box) == bundle["text/plain"]
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_a_twinned_box_shows_two_outputs_the_twin_then_the_live_widget_alone(capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    published = []
+    publish = shell.display_pub.publish
+    shell.display_pub.publish = lambda data, **kwargs: published.append(data)
+    try:
+        widgets.drop_explorer()._ipython_display_()
+    finally:
+        shell.display_pub.publish = publish
+    twin, live = published
+    assert twin["text/plain"].startswith("▶ Run this cell to open the drop explorer.")
+    assert "lk-twin" in twin["text/html"] and WIDGET_VIEW not in twin
+    assert set(live) == {WIDGET_VIEW}, "the widget's own output carries no text of its own"
+
+
+def test_the_twins_style_hides_whichever_of_the_two_outputs_is_not_live():
+    html = views.twin_html("Run this cell to open the x.", "what")
+    assert f"<style>{views.TWIN_CSS}</style>" in html
+    hide_twin, hide_widget = views.TWIN_CSS.split("}")[:2]
+    live = ".lk-twinned:not(.jupyter-widgets-disconnected):not(.lk-stale)"
+    assert ":has(+ .jp-OutputArea-child " + live in hide_twin and "display: none" in hide_twin
+    assert ":not(:has(" + live in hide_widget and "display: none" in hide_widget
+    assert views.STALE_NOTE in html
+
+
+def test_every_twinned_box_carries_a_lifeline_that_watches_its_kernel():
+    from lessonkit.lab.binding import Lifeline
+
+    for make in EXPLORERS:
+        box = make()
+        assert isinstance(box.children[-1], Lifeline) and "lk-twinned" in box._dom_classes
 
 
 def test_an_explorers_twin_shows_the_state_it_opens_on_as_the_lesson_function_prints_it():
@@ -162,9 +234,27 @@ def test_the_utf8_explorer_keeps_the_cut_when_the_text_changes():
     assert cut.value == 7
 
 
-def test_the_utf8_cut_slider_label_is_shown_in_full():
+def test_the_utf8_cut_slider_is_the_courses_own_named_slider():
     cut = _find(widgets.utf8_explorer(), "lk-utf8-cut-at")
-    assert cut.style.description_width == "initial"
+    assert cut.description == "cut after byte" and cut.unit == "bytes"
+
+
+def test_every_slider_of_every_explorer_is_the_courses_own_with_a_name():
+    import ipywidgets
+
+    from lessonkit.lab.controls import Slider
+
+    for make in EXPLORERS:
+        parts = list(_descendants(make()))
+        assert not [p for p in parts if isinstance(p, (ipywidgets.IntSlider, ipywidgets.Play))]
+        sliders = [p for p in parts if isinstance(p, Slider)]
+        assert sliders and all(s.description for s in sliders), make.__name__
+
+
+def _descendants(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _descendants(child)
 
 
 def test_a_reveal_shows_the_run_only_after_a_prediction_is_picked():

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from labdriver import press_slider_key, wait_for
+from coursecontrols import press_key
+from labdriver import wait_for
 
 GOAL_MEDIAN_MS = 100  # a reaction a learner does not notice as a delay
 
@@ -75,7 +76,7 @@ def moves(out: Any, reaction: Reaction, n: int) -> list[Callable[[], None]]:
     for i in range(n):
         slider = out.locator(reaction.sliders[i % len(reaction.sliders)])
         key = "ArrowRight" if (i // len(reaction.sliders)) % 2 == 0 else "ArrowLeft"
-        actions.append(lambda slider=slider, key=key: press_slider_key(slider, key))
+        actions.append(lambda slider=slider, key=key: press_key(slider, key))
     return actions
 
 

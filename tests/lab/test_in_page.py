@@ -1,0 +1,129 @@
+"""The browser kernel's network for lesson 03's demo: HTTP as widget messages (lab.in_page).
+
+The app runs on the kernel's event loop; each body message it sends reaches the page as a
+widget message when it is sent (at the app's pace, not at the end), two requests stream at
+once, and a page that stops reading disconnects the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from lessonkit.core import client
+from lessonkit.lab import browser_demo, in_page
+from lessonkit.serve.app import create_app
+from lessonkit.serve.checks import Settings
+
+PACE = Settings.from_options(prefill_ms=50, per_token_ms=30)
+BODY = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+
+class Page:
+    """What the page receives: every widget message with its buffers and when it came."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.messages: list[tuple[float, dict, list[bytes]]] = []
+
+    def send(self, content: dict, buffers: list | None = None) -> None:
+        at_ms = (time.monotonic() - self.started) * 1000
+        self.messages.append((at_ms, content, [bytes(b) for b in buffers or []]))
+
+    def of(self, request_id: str, kind: str) -> list[tuple[float, dict, list[bytes]]]:
+        return [m for m in self.messages if m[1]["id"] == request_id and m[1]["type"] == kind]
+
+
+async def _serve(requests: list[tuple[str, dict, bytes]], page: Page) -> None:
+    served = in_page.PageRequests(create_app(PACE), page.send)
+    await asyncio.gather(*(served.serve(rid, request, body) for rid, request, body in requests))
+
+
+def test_each_write_reaches_the_page_as_its_own_message_at_the_apps_pace():
+    page = Page()
+    post = {"method": "POST", "path": "/v1/chat/completions",
+            "headers": {"content-type": "application/json"}}  # fmt: skip
+    asyncio.run(_serve([("r1", post, json.dumps(BODY).encode())], page))
+    (start,) = page.of("r1", "response-start")
+    assert start[1]["status"] == 200
+    bodies = page.of("r1", "response-body")
+    assert len(bodies) > 5 and bodies[-1][1]["more"] is False
+    reply = client.read_stream([b"".join(m[2]) for m in bodies], "openai")
+    assert reply.complete and reply.text
+    times = [at for at, _, data in bodies if data]
+    assert times[-1] - times[0] >= 30 * (len(times) - 3)  # spread at 30 ms a token, not a burst
+    assert page.of("r1", "response-end")[0][1]["error"] == ""
+
+
+def test_two_requests_stream_at_once_as_the_two_panels_do():
+    page = Page()
+    get = {"method": "GET", "path": "/v1/stream?prompt=hi", "headers": {}}
+    asyncio.run(_serve([("a", get, b""), ("b", get, b"")], page))
+    order = [m[1]["id"] for m in page.messages if m[1]["type"] == "response-body"]
+    first_b = order.index("b")
+    assert "a" in order[first_b:], "b's pieces came between a's: both streamed together"
+
+
+def test_a_page_that_stops_reading_disconnects_the_app():
+    page = Page()
+    served = in_page.PageRequests(create_app(PACE), page.send)
+
+    async def run() -> dict:
+        get = {"method": "GET", "path": "/v1/stream?prompt=hi", "headers": {}}
+        task = asyncio.ensure_future(served.serve("r", get, b""))
+        while len(page.of("r", "response-body")) < 3:
+            await asyncio.sleep(0.01)
+        served.handle({"type": "abort", "id": "r"})
+        await asyncio.wait_for(task, 5)
+        stats = in_page.PageRequests(served.app, page.send)
+        await stats.serve("s", {"method": "GET", "path": "/v1/stats", "headers": {}}, b"")
+        return json.loads(b"".join(b for _, c, bs in page.messages if c["id"] == "s" for b in bs))
+
+    stats = asyncio.run(run())
+    assert stats["disconnects"] == 1 and stats["active_streams"] == 0
+    assert len(page.of("r", "response-body")) < 20  # it stopped, far short of the answer
+
+
+def test_in_the_page_the_demo_uses_the_widget_and_no_socket():
+    server = browser_demo.DemoServer(prefill_ms=50, per_token_ms=30, in_page=True)
+    assert server.running and not server.ensure_running()
+    assert not server.socket_path.exists()
+    assert (
+        "widget message" in server.describe() and "Simulated here: the network" in server.describe()
+    )
+    demo = browser_demo.BrowserStreamDemo(server)
+    assert demo.transport == "widget"
+    page = Page()
+    demo.send = page.send  # what the page would receive
+
+    async def run() -> None:
+        get = {"type": "request", "id": "r1", "method": "GET", "path": "/v1/stream?prompt=hi"}
+        demo._on_page_message(demo, get, [])
+        while not page.of("r1", "response-end"):
+            await asyncio.sleep(0.01)
+
+    asyncio.run(run())
+    events = b"".join(b for _, c, bs in page.messages if c["type"] == "response-body" for b in bs)
+    assert b"event: done" in events
+    report = {
+        "demo": demo.demo_id,
+        "kind": "fetch",
+        "run": 1,
+        "status": "done",
+        "text": "x",
+        "times_ms": [1, 2],
+        "reads": 2,
+        "url": "http://lessonkit.local/v1/chat/completions",
+    }
+    demo._on_page_message(demo, {"type": "report", "report": report}, [])
+    assert server.reports.latest(demo.demo_id)["fetch"].text == "x"
+
+
+def test_the_full_edition_demo_keeps_the_route_and_socket():
+    server = browser_demo.DemoServer(in_page=False)
+    try:
+        demo = browser_demo.BrowserStreamDemo(server)
+        assert demo.transport == "route" and server.socket_path.exists()
+    finally:
+        server.stop()

@@ -1,0 +1,122 @@
+"""The zero-install site: figures drawn as SVG, lesson 03's demo streaming in the page.
+
+The browser kernel has no matplotlib offline: every static figure is drawn by the course's
+SVG from the same description, with its words as the text alternative. Lesson 03's browser
+demo has no Jupyter route and no socket there: both panels must still fill in token by
+token, from the kernel's own server app, through widget messages.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from labdriver import REPO_ROOT, code_cell_indices
+from litesite import execute, open_notebook
+from survey import SHUT_DOWN_KERNELS_JS
+
+pytestmark = pytest.mark.browser
+
+LESSON_03 = "notebooks/03_reading_the_stream.ipynb"
+
+FIGURES_IN_KERNEL = """
+import json, sys
+from lessonkit.core import llm, practice
+from lessonkit.lab import figures, lesson01, lesson03, lesson04, plots
+wire = practice.practice_wire()
+sizes = list(range(1, 21))
+reports = {"streaming": lesson01.idle_report(llm.stream_writes(llm.long_answer(50), "lesson"),
+                                             idle_timeout_ms=60_000)}
+made = {
+    "measured": figures.measured_vs_model([342, 381], 390, [340, 380], title="t"),
+    "idle": figures.idle_silences(reports),
+    "cuts": figures.cut_verdicts({n: lesson03.every_cut_verdicts(r, wire) for n, r in lesson03.READERS.items()},
+                                 {n: lesson03.chunk_size_verdicts(r, wire, sizes) for n, r in lesson03.READERS.items()}, sizes),
+    "drop": figures.drop_staircase(lesson04.drop_staircase(wire), mark_bytes=70),
+    "arrivals": figures.arrival_curves({"a": [(10, 5), (20, 7)]}, title="Simulated"),
+}
+found = {}
+for name, description in made.items():
+    bundle = plots.show(description)._repr_mimebundle_()
+    found[name] = {"keys": sorted(bundle), "html": bundle["text/html"], "text": description.text}
+found["matplotlib_loaded"] = "matplotlib" in sys.modules
+print(json.dumps(found))
+"""
+
+
+def test_every_static_figure_is_drawn_as_svg_with_its_words_in_the_browser_kernel(lite_page):
+    result = execute(lite_page.page, FIGURES_IN_KERNEL)
+    assert result["status"] == "ok", f"{result['error']}\n{result['stderr']}"
+    found = json.loads(result["stdout"].strip().splitlines()[-1])
+    assert found.pop("matplotlib_loaded") is False
+    for name, shown in found.items():
+        assert shown["keys"] == ["text/html", "text/plain"], name
+        assert "<svg" in shown["html"] and "<title>" in shown["html"], name
+    # In the page: the SVG of a figure output, its <title> the figure's words.
+    lite_page.page.evaluate(
+        "(html) => { const d = document.createElement('div'); d.id = 'lk-probe';"
+        " d.innerHTML = html; document.body.appendChild(d); }",
+        found["drop"]["html"],
+    )
+    title = lite_page.page.locator("#lk-probe svg title").text_content()
+    assert title == found["drop"]["text"] and "A drop after 70 bytes" in title
+    lite_page.page.evaluate("() => document.getElementById('lk-probe').remove()")
+
+
+RUN_CELL_JS = """
+async (index) => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  panel.content.activeCellIndex = index;
+  await app.commands.execute('notebook:run-cell');
+  return true;
+}
+"""
+
+
+def _panel_text(page, kind: str) -> str:
+    return page.locator(f".lk-browser-demo-{kind} .lk-text").first.text_content() or ""
+
+
+def test_lesson_03s_demo_grows_token_by_token_in_both_panels_in_the_page(lite_page):
+    page = lite_page.page
+    page.evaluate(SHUT_DOWN_KERNELS_JS)
+    open_notebook(page, LESSON_03, timeout_s=600)
+    code = code_cell_indices(REPO_ROOT / LESSON_03)
+    import nbformat
+
+    cells = nbformat.read(REPO_ROOT / LESSON_03, as_version=4).cells
+    wanted = [i for i in code if "import" in cells[i].source and "browser_demo" in cells[i].source]
+    wanted += [
+        i
+        for i in code
+        if "start_server(" in cells[i].source or "BrowserStreamDemo(" in cells[i].source
+    ]
+    for index in wanted:
+        page.evaluate(RUN_CELL_JS, index)
+    page.locator(".lk-browser-demo-fetch .lk-text").first.wait_for(timeout=120_000)
+    samples: dict[str, list[str]] = {"eventsource": [], "fetch": []}
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for kind in samples:
+            samples[kind].append(_panel_text(page, kind))
+        statuses = [
+            page.locator(f".lk-browser-demo-{k} .lk-status").first.text_content() for k in samples
+        ]
+        if all(s == "done" for s in statuses):
+            break
+        time.sleep(0.05)
+    for kind, seen in samples.items():
+        status = page.locator(f".lk-browser-demo-{kind} .lk-status").first.text_content()
+        assert status == "done", (kind, status, seen[-1])
+        grown = [t for i, t in enumerate(seen) if t and (i == 0 or t != seen[i - 1])]
+        print(f"\n[lite] {kind}: {len(grown)} distinct texts while streaming: {grown[:4]} ...")
+        assert len(grown) >= 4, (kind, grown)  # grows step by step, not in one piece
+        assert all(b.startswith(a) for a, b in zip(grown, grown[1:], strict=False)), grown
+        tokens = page.locator(f".lk-browser-demo-{kind} .lk-token").count()
+        assert tokens > 5
+    assert _panel_text(page, "eventsource") == _panel_text(page, "fetch")
+    times = page.locator(".lk-browser-demo-fetch").first.get_attribute("data-times")
+    spread = [int(t) for t in times.split(",")]
+    assert spread[-1] - spread[0] >= 120 * (len(spread) - 3) * 0.9  # at the 120 ms pace
