@@ -38,6 +38,7 @@ Child -> grader, on the stdout it had at start (fd 1 then points to /dev/null)::
 
     {"op": "ready", "found": [...], "cell_errors": [...], "stopped": "...",
      "cell_used": [...], "copied": {name: [...]}}
+    {"op": "ready"}   (--worker: once the function is loaded, before any call)
     {"op": "result", "value": ..., "used": [...]}
     {"op": "raised", "type": ..., "message": ..., "where": ..., "at": [file, line], ...}
     {"op": "timeout"}  /  {"op": "exited"} (sys.exit)  /  {"op": "fetch", "last_event_id": ...}
@@ -372,6 +373,7 @@ def worker_main() -> int:
     if first is None or first.get("op") != "function":
         return 2
     fn = pickle.loads(base64.b64decode(first["pickle"]))  # sent by the learner's own kernel
+    wire.send({"op": "ready"})  # the kernel times the calls from here, not from the start
     serve(wire, {str(first.get("name")): fn}.get, use_alarm=False, recorder=Recorder())
     return 0
 

@@ -71,6 +71,7 @@ __all__ = ["OUT_OF_TIME", "OutOfTime", "Runner", "choose_runner", "in_this_proce
 Runner = Callable[..., contextlib.AbstractContextManager[Calls]]  # (fn, mode, plan=None)
 OUT_OF_TIME = "stopped: no answer within the time limit"
 WORKER = [sys.executable, "-m", "lessonkit.grading.child", "--worker"]
+WORKER_START_S = 120.0  # a deadline for a start that takes about 0.3-1 s, not a speed goal
 
 
 def choose_runner() -> Runner:
@@ -125,6 +126,13 @@ def _start_worker(fn: Callable[..., Any]) -> Channel:
     process.stdout.close()
     process.stdin.close()
     channel.send({"op": "function", "name": "fn", "pickle": pickled})
+    # A call's limit is the learner's code's time alone: the worker's start (an interpreter,
+    # the course's imports, the function unpickled) can take seconds on a busy machine, so
+    # the first call is sent only once the worker says it is ready.
+    ready = channel.receive(WORKER_START_S)
+    if ready is None or ready.get("op") != "ready":
+        channel.quit()
+        raise RuntimeError(f"the worker did not start within {WORKER_START_S:g} s")
     return channel
 
 

@@ -134,3 +134,27 @@ def test_a_function_that_cannot_be_copied_to_a_worker_is_checked_in_this_process
 
     result = check("read_stream", read_stream, show=False, runner=runners.in_worker)
     assert result.passed
+
+
+SLOW_TO_LOAD = '''
+import time
+
+class Reader:
+    """A learner's function whose unpickling in the worker takes longer than a call's limit."""
+
+    def __call__(self, chunks):
+        return "loaded", True
+
+    def __setstate__(self, state):
+        time.sleep(2.5)  # the worker's start, as slow as a busy machine can make it
+'''
+
+
+def test_the_worker_s_start_is_not_counted_in_the_time_limit_of_a_call():
+    namespace = {"__name__": "__main__"}  # a notebook cell: pickled by value
+    exec(SLOW_TO_LOAD, namespace)
+    reader = namespace["Reader"]()
+    reader.__dict__["kept"] = True  # a state, so that unpickling calls __setstate__
+    with runners.in_worker(reader, Mode(limit_s=1)) as calls:
+        [outcome] = calls([Case("x", ([b""],))])
+    assert outcome == Returned(value=["loaded", True])
