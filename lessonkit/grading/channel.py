@@ -72,7 +72,12 @@ class Channel:
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
-        """Put each line the other side writes on the queue; None at the end of the pipe."""
+        """Put each line the other side writes on the queue; None at the end of the pipe.
+
+        This thread owns the read end and closes it when it ends: were close() to close it,
+        the next channel's pipe could get the same fd number while this thread is between
+        two reads, and this thread would read (and lose) that channel's first line.
+        """
         buffer = b""
         try:
             while True:
@@ -88,6 +93,8 @@ class Channel:
                     break
         except OSError:
             pass
+        finally:
+            os.close(self._read_fd)
         self._lines.put(None)
 
     def send(self, message: dict) -> None:
@@ -176,18 +183,20 @@ class Channel:
         return message.get("value")
 
     def close(self) -> None:
-        """Stop the child and free the pipes (safe to call twice)."""
+        """Stop the child and free the pipe to it (safe to call twice).
+
+        The pipe from it closes in _pump, at the end of input that the stopped child leaves.
+        """
         if not self.alive:
             return
         self.alive = False
         try:
             self._stop()
         finally:
-            for fd in (self._read_fd, self.write_fd):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+            try:
+                os.close(self.write_fd)
+            except OSError:
+                pass
 
     def quit(self) -> None:
         """Ask the child to end, then stop it."""

@@ -158,3 +158,30 @@ def test_the_worker_s_start_is_not_counted_in_the_time_limit_of_a_call():
     with runners.in_worker(reader, Mode(limit_s=1)) as calls:
         [outcome] = calls([Case("x", ([b""],))])
     assert outcome == Returned(value=["loaded", True])
+
+
+def test_a_closed_channel_keeps_its_read_end_until_its_reader_thread_sees_the_end():
+    # Were close() to free the read end at once, the next worker's pipe could get the same
+    # fd number while the old reader thread is between two reads; it would read that
+    # worker's first line (its "ready") and the new check would wait for nothing.
+    import os
+    import threading
+
+    from lessonkit.grading.channel import Channel
+
+    from_child, child_writes = os.pipe()
+    child_reads, to_child = os.pipe()
+    channel = Channel(from_child, to_child, stop=lambda: None)
+    channel.close()
+    os.fstat(from_child)  # still open: the reader thread owns it
+    os.close(child_writes)  # the child is gone: the end of input
+    deadline = threading.Event()
+    for _ in range(1000):
+        try:
+            os.fstat(from_child)
+        except OSError:
+            break
+        deadline.wait(0.01)
+    else:
+        raise AssertionError("the reader thread did not close the read end at the end of input")
+    os.close(child_reads)
