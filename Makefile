@@ -148,6 +148,7 @@ bench: setup
 	$(BIN)/python bench/bench_grading.py
 	$(BIN)/python bench/bench_explorers.py
 	$(BIN)/python bench/bench_class.py
+	$(BIN)/python bench/bench_kernel_memory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch

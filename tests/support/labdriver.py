@@ -352,7 +352,8 @@ CELL_SNAPSHOT_JS = r"""
   const prompt = cell.querySelector('.jp-InputArea-prompt');
   const editor = cell.querySelector('.cm-content');
   const outputs = Array.from(cell.querySelectorAll('.jp-OutputArea-output')).map(out => {
-    const images = Array.from(out.querySelectorAll('.jp-RenderedImage img'));
+    // A PNG output, or a course figure: its PNG inside HTML that carries its text alternative.
+    const images = Array.from(out.querySelectorAll('.jp-RenderedImage img, img.lk-figure'));
     return {
       nested: !!out.parentElement.closest('.jp-OutputArea-output'),  // inside an Output widget
       mime: out.getAttribute('data-mime-type') || '',
