@@ -32,7 +32,10 @@ def _idle_reports():
         "blocking": lesson01.idle_report([llm.blocking_body(long, "lesson")], **timeout),
         "streaming": lesson01.idle_report(llm.stream_writes(long, "lesson"), **timeout),
         "75 s of thinking": lesson01.idle_report(
-            llm.stream_writes(quick, "lesson", prefill_ms=75_000, heartbeat_ms=15_000), **timeout
+            llm.stream_writes(
+                quick, "lesson", timing=llm.Timing(prefill_ms=75_000), heartbeat_ms=15_000
+            ),
+            **timeout,
         ),
     }
 
