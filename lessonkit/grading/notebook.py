@@ -10,8 +10,8 @@ root bug, what was expected and what came back, and a hint. It never raises.
 The learner's function runs out of the kernel's reach, under a time limit per
 call (``lessonkit.grading.runners``): in a worker process started for the
 check, or -- in a browser kernel, which has no processes -- in the kernel
-under a ``sys.settrace`` budget that stops a loop written in Python (not one
-inside C code). Both give the same points and hints. The kernel compares each
+under a time budget (``sys.monitoring``, else ``sys.settrace``) that stops a
+loop written in Python (not one inside C code). Both give the same points and hints. The kernel compares each
 result with the reference, so nothing the function does can change the
 verdict. ``try_it`` runs one call the same way.
 

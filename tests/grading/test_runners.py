@@ -134,3 +134,12 @@ def test_a_function_that_cannot_be_copied_to_a_worker_is_checked_in_this_process
 
     result = check("read_stream", read_stream, show=False, runner=runners.in_worker)
     assert result.passed
+
+
+def test_the_in_process_budget_uses_sys_monitoring_where_python_has_it_else_settrace():
+    # Python 3.12+ (the browser's Pyodide is 3.14) has sys.monitoring: a callback per
+    # function start and per loop turn instead of per line.
+    expected = "monitoring" if hasattr(sys, "monitoring") else "settrace"
+    with runners.time_budget(1.0, runners.Recorder(), spins={}) as how:
+        assert how == expected
+    assert sys.gettrace() is None
