@@ -33,7 +33,6 @@ meanwhile are sent at the next read, as a socket's buffer would hand them over.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json as json_module
 import sys
 from collections.abc import Awaitable, Iterator, Mapping
@@ -171,11 +170,12 @@ def browser_can_wait() -> bool:
 def _pyodide_ffi() -> Any:
     """Return pyodide.ffi, a module of the browser kernel's runtime itself (Pyodide).
 
-    Imported by name: it is part of the platform, like the standard library, not a
-    dependency that `pip install` could provide (tests/course/test_packaging.py checks
-    that every imported module is one).
+    Part of the platform there, like the standard library, not a dependency that
+    `pip install` could provide (tests/course/test_packaging.py knows it as one).
     """
-    return importlib.import_module("pyodide.ffi")
+    import pyodide.ffi
+
+    return pyodide.ffi
 
 
 def _waiter(clock: str | None) -> _PrivateLoop | _KernelLoop:

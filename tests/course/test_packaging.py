@@ -196,6 +196,11 @@ def _installed_closure(roots: set[str]) -> set[str]:
     return seen
 
 
+# Modules of the browser kernel's runtime itself (Pyodide), like the standard library there:
+# part of the platform, imported only on sys.platform == "emscripten", never pip-installed.
+BROWSER_RUNTIME = {"pyodide", "js", "pyodide_js"}
+
+
 def test_runtime_dependencies_cover_every_import_of_the_notebooks_and_lessonkit():
     sources = _code_of_notebooks("notebooks", "solutions", "exercises")
     for path in sorted((ROOT / "lessonkit").rglob("*.py")):
@@ -205,12 +210,27 @@ def test_runtime_dependencies_cover_every_import_of_the_notebooks_and_lessonkit(
     missing = []
     for where, source in sources.items():
         for module in sorted(_top_level_imports(source)):
-            if module in sys.stdlib_module_names or module == "lessonkit":
+            if (
+                module in sys.stdlib_module_names
+                or module in BROWSER_RUNTIME
+                or module == "lessonkit"
+            ):
                 continue
             owners = {d.lower().replace("_", "-") for d in distributions.get(module, [])}
             if not owners & installed:
                 missing.append(f"{where} imports {module} ({', '.join(owners) or 'not installed'})")
     assert not missing, "not installed by `pip install .`:\n" + "\n".join(missing)
+
+
+def test_the_browser_runtimes_modules_are_imported_only_by_the_browser_path():
+    # A module of Pyodide's own is the platform's, not a dependency: but only code that runs
+    # in the browser kernel (lessonkit.serve.inprocess, which checks sys.platform) imports it.
+    importers = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "lessonkit").rglob("*.py")
+        if _top_level_imports(path.read_text()) & BROWSER_RUNTIME
+    )
+    assert importers == ["lessonkit/serve/inprocess.py"]
 
 
 def test_the_lesson_05_sdk_is_a_runtime_dependency():
