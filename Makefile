@@ -25,7 +25,7 @@ unexport MPLBACKEND
 # compiles its imports again (JupyterLab's took 8.6 s instead of 4.4 s here).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub chromium \
+.PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub lite-test chromium \
 	hub-proxy assign bench clean setup
 
 setup: $(STAMP) $(SETTINGS) $(SERVER_SETTINGS)
@@ -78,7 +78,7 @@ lint: setup
 # TEST_STAGES at the same time (they mostly wait: on kernels, browsers, paced streams),
 # prints each stage's output as it ends and then the time of each (tools/run_stages.py;
 # logs in test-artifacts/stages/). A new stage: its target, and its name here.
-TEST_STAGES := lint unit notebooks exercises browser hub
+TEST_STAGES := lint unit notebooks exercises browser hub lite-test
 TEST_JOBS ?= 0
 # 0: every stage at once; TEST_JOBS=1 runs them one after another.
 test:
@@ -120,6 +120,12 @@ $(CHP): | $(STAMP)
 browser: setup chromium
 	$(BIN)/pytest tests/browser
 
+# The zero-install edition (tests/lite): the site built from the working tree (into a
+# temporary folder, as `make lite` builds it), served on loopback, every lesson and exercise
+# run in Pyodide in Chromium with every other request refused. (`make lite` only builds.)
+lite-test: setup chromium
+	$(BIN)/pytest tests/lite
+
 # A real JupyterHub on loopback, two users, a browser "on another machine" (tests/hub).
 hub: setup chromium $(CHP)
 	$(BIN)/pytest tests/hub
@@ -145,6 +151,7 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
+	rm -rf .venv-lite $(LITE_DIR)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 

@@ -377,6 +377,11 @@ def test_lessonkit_and_python_dash_m_lessonkit_run_the_same_command_line():
     assert by_script.stdout.strip() == PYPROJECT["project"]["version"]
 
 
+def test_make_clean_removes_the_zero_install_builder_and_site():
+    recipe = re.search(r"^clean:\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert re.search(r"^\trm -rf .*\.venv-lite\b.*\$\(LITE_DIR\)", recipe.group(1), re.MULTILINE)
+
+
 def test_ci_script_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     readme = (ROOT / "README.md").read_text()
@@ -384,10 +389,12 @@ def test_ci_script_runs_the_readme_test_command():
     assert "make test" in readme and "make lab" in readme
 
 
-@pytest.mark.parametrize("target", ["browser", "hub"])
-def test_make_test_runs_each_playwright_suite_in_its_own_pytest_process(target):
+@pytest.mark.parametrize(
+    ("target", "folder"), [("browser", "browser"), ("hub", "hub"), ("lite-test", "lite")]
+)
+def test_make_test_runs_each_playwright_suite_in_its_own_pytest_process(target, folder):
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(rf"^TEST_STAGES :=.*\b{target}\b", makefile, re.MULTILINE)
     recipe = re.search(r"^test:\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
     assert "tools/run_stages.py" in recipe and "$(TEST_STAGES)" in recipe  # one `make` each
-    assert re.search(rf"^{target}:.*\n\t\$\(BIN\)/pytest tests/{target}\b", makefile, re.MULTILINE)
+    assert re.search(rf"^{target}:.*\n\t\$\(BIN\)/pytest tests/{folder}\b", makefile, re.MULTILINE)
