@@ -625,7 +625,7 @@ def build_site(out: Path) -> None:
     size_mb = folder_bytes(out) / 1e6
     log(f"{len(shipped)} wheels in the kernel, lessonkit built from the working tree")
     log(f"site: {out} ({size_mb:.1f} MB), built in {time.monotonic() - started:.1f} s")
-    log(f"try it: python3 -m http.server -d {out} 8000, then open http://127.0.0.1:8000/")
+    log(f"try it: python3 -m http.server --bind 127.0.0.1 --directory {out} 8000, then open http://127.0.0.1:8000/")
 
 
 def _has_wheel(folder: Path, name: str, version: str) -> bool:
