@@ -151,16 +151,30 @@ def define(lite_page, source: str) -> None:
     assert result["status"] == "ok", f"{result['error']}\n{result['stderr']}"
 
 
+def solution_of(exercise: str):
+    """Return the solution notebook's answer (its function, or now_change_it's dict) here."""
+    if exercise != "now_change_it":
+        sys.path.insert(0, str(REPO_ROOT / "tests" / "grading"))
+        from test_grading import solved
+
+        return solved(exercise)
+    from lessonkit.grading import child
+
+    path = REPO_ROOT / "solutions" / f"{EXERCISE_NOTEBOOK[exercise]}.ipynb"
+    cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    cells = [source for source in cells if "check(" not in source]
+    found, errors, _ = child.run_cells(cells, [], [exercise], 20)
+    assert not errors, errors
+    return found[exercise]
+
+
 def check_here(exercise: str, source: str | None = None, **options) -> dict:
     """Return what check() gives in this CPython for the solution, or for `source` run after it."""
-    sys.path.insert(0, str(REPO_ROOT / "tests" / "grading"))
-    from test_grading import solved
-
-    from lessonkit.grading import check, runners
-
-    namespace = {"__name__": "__main__", exercise: solved(exercise)}
+    namespace = {"__name__": "__main__", exercise: solution_of(exercise)}
     if source is not None:
         exec(textwrap.dedent(source), namespace)
+    from lessonkit.grading import check, runners
+
     result = check(exercise, namespace[exercise], show=False, runner=runners.in_worker, **options)
     return {"score": result.score, "passed": result.passed, "feedback": result.feedback}
 
