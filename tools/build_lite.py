@@ -91,9 +91,9 @@ KERNEL_PACKAGES = ("micropip", "piplite", "pyodide-kernel", "ipykernel", "comm",
 # What lessonkit needs in the browser kernel (its pyproject lists the full edition's set:
 # JupyterLab, matplotlib, the SDKs, ... which a browser kernel does not load at start).
 LESSONKIT_NAME = "streaming-course"  # the distribution that holds the lessonkit package
-# Not uvicorn: in the browser, serve.running() calls the app in-process (no socket), and
-# lessonkit imports uvicorn only where it opens one (lessonkit.serve.background, cli).
-LESSONKIT_BROWSER_NEEDS = ("starlette", "httpx", "ipywidgets", "anywidget")
+# uvicorn: lessonkit.lab's measure and browser_demo import it at the top; serve.running()
+# itself never does in the browser (it calls the app in-process: tests/lite checks that).
+LESSONKIT_BROWSER_NEEDS = ("starlette", "httpx", "uvicorn", "ipywidgets", "anywidget")
 # Requirements of kernel wheels that are not Python the kernel runs.
 NOT_IN_KERNEL = {
     "jupyterlab-widgets": "the ipywidgets front end: the page loads it as a lab extension",
