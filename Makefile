@@ -27,7 +27,7 @@ unexport MPLBACKEND
 # compiles its imports again (JupyterLab's took 8.6 s instead of 4.4 s here).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub chromium \
+.PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub lite-test chromium \
 	hub-proxy assign bench clean setup
 
 setup: $(STAMP) $(SETTINGS) $(SERVER_SETTINGS)
@@ -80,7 +80,7 @@ lint: setup
 # TEST_STAGES at the same time (they mostly wait: on kernels, browsers, paced streams),
 # prints each stage's output as it ends and then the time of each (tools/run_stages.py;
 # logs in test-artifacts/stages/). A new stage: its target, and its name here.
-TEST_STAGES := lint unit notebooks exercises browser hub
+TEST_STAGES := lint unit notebooks exercises browser hub lite-test
 TEST_JOBS ?= 0
 # 0: every stage at once; TEST_JOBS=1 runs them one after another.
 test:
@@ -126,6 +126,12 @@ $(AXE): | $(STAMP)
 browser: setup chromium $(AXE)
 	$(BIN)/pytest tests/browser
 
+# The zero-install edition (tests/lite): the site built from the working tree (into a
+# temporary folder, as `make lite` builds it), served on loopback, every lesson and exercise
+# run in Pyodide in Chromium with every other request refused. (`make lite` only builds.)
+lite-test: setup chromium
+	$(BIN)/pytest tests/lite
+
 # A real JupyterHub on loopback, two users, a browser "on another machine" (tests/hub).
 hub: setup chromium $(CHP)
 	$(BIN)/pytest tests/hub
@@ -152,12 +158,14 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
+	rm -rf .venv-lite $(LITE_DIR)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 
 # The zero-install edition: the course as a static JupyterLite site in $(LITE_DIR)
 # (tools/build_lite.py: its own pinned builder in .venv-lite, Python from npm's pyodide).
-# Try it: python3 -m http.server -d build/lite 8000, then open http://127.0.0.1:8000/
+# Try it: python3 -m http.server --bind 127.0.0.1 --directory build/lite 8000, then open
+# http://127.0.0.1:8000/ (README: "Zero install", also how to publish it on GitHub Pages).
 LITE_DIR ?= build/lite
 .PHONY: lite
 lite:

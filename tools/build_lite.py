@@ -91,6 +91,8 @@ KERNEL_PACKAGES = ("micropip", "piplite", "pyodide-kernel", "ipykernel", "comm",
 # What lessonkit needs in the browser kernel (its pyproject lists the full edition's set:
 # JupyterLab, matplotlib, the SDKs, ... which a browser kernel does not load at start).
 LESSONKIT_NAME = "streaming-course"  # the distribution that holds the lessonkit package
+# uvicorn: lessonkit.lab's measure and browser_demo import it at the top; serve.running()
+# itself never does in the browser (it calls the app in-process: tests/lite checks that).
 LESSONKIT_BROWSER_NEEDS = ("starlette", "httpx", "uvicorn", "ipywidgets", "anywidget")
 # Requirements of kernel wheels that are not Python the kernel runs.
 NOT_IN_KERNEL = {
@@ -625,7 +627,7 @@ def build_site(out: Path) -> None:
     size_mb = folder_bytes(out) / 1e6
     log(f"{len(shipped)} wheels in the kernel, lessonkit built from the working tree")
     log(f"site: {out} ({size_mb:.1f} MB), built in {time.monotonic() - started:.1f} s")
-    log(f"try it: python3 -m http.server -d {out} 8000, then open http://127.0.0.1:8000/")
+    log(f"try it: python3 -m http.server --bind 127.0.0.1 --directory {out} 8000, then open http://127.0.0.1:8000/")
 
 
 def _has_wheel(folder: Path, name: str, version: str) -> bool:

@@ -29,7 +29,7 @@ Running learner code:
 
     channel      the caller's end of the JSON-lines protocol with the process running it
     child        that process: python -m lessonkit.grading.child (grading; --worker for check)
-    runners      check's runners: a worker process, or this process under a settrace budget
+    runners      check's runners: a worker process, or this process under a time budget
     notebook     check(), try_it, practice_fetch, live_resume: what the exercise notebooks call
 
 `lessonkit grade`, as its four steps:

@@ -10,8 +10,8 @@ root bug, what was expected and what came back, and a hint. It never raises.
 The learner's function runs out of the kernel's reach, under a time limit per
 call (``lessonkit.grading.runners``): in a worker process started for the
 check, or -- in a browser kernel, which has no processes -- in the kernel
-under a ``sys.settrace`` budget that stops a loop written in Python (not one
-inside C code). Both give the same points and hints. The kernel compares each
+under a time budget (``sys.monitoring``, else ``sys.settrace``) that stops a
+loop written in Python (not one inside C code). Both give the same points and hints. The kernel compares each
 result with the reference, so nothing the function does can change the
 verdict. ``try_it`` runs one call the same way.
 
@@ -312,14 +312,19 @@ def http_fetch(base_url: str, **query: Any) -> Callable[[str | None], Iterator[b
     """
     import httpx
 
+    from lessonkit.serve.inprocess import http_client  # also reaches the browser's in-process one
+
     def fetch(last_event_id: str | None = None) -> Iterator[bytes]:
         headers = {"Accept": "text/event-stream"}
         if last_event_id:
             headers["Last-Event-ID"] = str(last_event_id)
         try:
-            with httpx.stream(
-                "GET", base_url + "/v1/stream", params=query, headers=headers, timeout=10.0
-            ) as response:
+            with (
+                http_client(timeout=10.0) as client,
+                client.stream(
+                    "GET", base_url + "/v1/stream", params=query, headers=headers
+                ) as response,
+            ):
                 if response.status_code == 204:
                     return
                 yield from response.iter_raw()
@@ -345,8 +350,9 @@ def live_resume(
     if grading_mode():
         print("live demo skipped while grading")
         return None
-    # The one place this layer starts the server: only this live demo needs it.
-    from lessonkit.serve.background import running
+    # The one place this layer starts the server: only this live demo needs it (in the
+    # browser kernel, serve.running puts it in-process: no socket there).
+    from lessonkit.serve import running
 
     with running(prefill_ms=prefill_ms, per_token_ms=per_token_ms) as url:
         fetch = http_fetch(url, prompt=prompt, drop_after_bytes=drop_after_bytes)

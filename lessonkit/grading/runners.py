@@ -16,11 +16,13 @@ input with either; both record the course answers the calls run into
   that overruns its limit is stopped by killing the worker; the kernel never forks and never waits on a thread that
   may not end. Works wherever ``subprocess`` does: Linux, macOS, Windows.
 * ``in_this_process``: where no process can be started (JupyterLite's Pyodide
-  kernel), or the function cannot be copied. Each call runs here under
-  ``sys.settrace``; the trace function also counts time and, past the limit,
-  raises ``OutOfTime`` inside the learner's code, which ends the call. It stops
-  any loop written in Python. It cannot stop a loop inside C code (a huge
-  regular expression, ``time.sleep``), nor one that catches every exception
+  kernel), or the function cannot be copied. Each call runs here under a time
+  budget: ``sys.monitoring`` (Python 3.12+, Pyodide's too) calls back when a
+  function starts and on every jump back of a loop, ``sys.settrace`` (older
+  Pythons) on every line; past the limit the callback raises ``OutOfTime``
+  inside the learner's code, which ends the call. It stops any loop written in
+  Python. It cannot stop a loop inside C code (a huge regular expression,
+  ``time.sleep``), nor one that catches every exception
   (``except BaseException``) and goes on.
 
 ``choose_runner()`` is lessonkit's choice: in this process on
@@ -167,7 +169,7 @@ def _code_files(fn: Any, limit: int = 500) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------
-# In this process, under a sys.settrace time budget
+# In this process, under a time budget (sys.monitoring, else sys.settrace)
 
 
 class OutOfTime(BaseException):
@@ -200,32 +202,12 @@ def _call_with_budget(
     recorder: Recorder,
     spins: dict[types.CodeType, bool],
 ) -> Outcome:
-    """Return the Outcome of ``fn(*case.args)``, stopped by the trace function past ``limit_s``."""
+    """Return the Outcome of ``fn(*case.args)``, stopped by its time budget past ``limit_s``."""
     fetch = next((a.serving() for a in case.args if isinstance(a, Served)), None)
     args = [fetch if isinstance(a, Served) else a for a in case.args]
-    deadline = time.monotonic() + limit_s
-
-    def on_line(frame: types.FrameType, event: str, arg: Any) -> Any:
-        if time.monotonic() > deadline:
-            raise OutOfTime(OUT_OF_TIME)
-        return on_line
-
-    files = recorder.files
-
-    def on_call(frame: types.FrameType, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename in files:
-            recorder.note(frame)
-        spin = spins.get(frame.f_code)
-        if spin is None:
-            spin = spins[frame.f_code] = _spins(frame.f_code)
-        if spin:
-            frame.f_trace_opcodes = True  # a jump to itself never starts a line again
-        return on_line(frame, event, arg)
-
-    before = sys.gettrace()
-    sys.settrace(on_call)
     try:
-        value = materialize(fn(*args))
+        with time_budget(limit_s, recorder, spins):
+            value = materialize(fn(*args))
         outcome: Outcome = Returned(value=to_jsonable(value))
     except OutOfTime:
         outcome = TimedOut()
@@ -238,10 +220,130 @@ def _call_with_budget(
             where=learner_line(exc.__traceback__),
             detail=error_detail(exc),
         )
-    finally:
-        sys.settrace(before)
     requests = tuple(fetch.requests) if fetch is not None else None
     return replace(outcome, requests=requests, used=tuple(recorder.take()))
+
+
+def time_budget(limit_s: float, recorder: Recorder, spins: dict[types.CodeType, bool]) -> Budget:
+    """Return a block that raises OutOfTime in Python code still running after ``limit_s``.
+
+    ``sys.monitoring`` (Python 3.12+, the browser's Pyodide too) where a tool id is free:
+    it calls back only when a function starts and on each unconditional jump (every loop
+    takes one per turn), which costs next to nothing; else ``sys.settrace``, which calls
+    back on every line (several times slower). Both note the course answers the block
+    calls. ``with time_budget(...) as how:`` says which one: "monitoring" or "settrace".
+    """
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        tool = next((t for t in MONITORING_TOOL_IDS if monitoring.get_tool(t) is None), None)
+        if tool is not None:
+            return _Monitored(monitoring, tool, limit_s, recorder)
+    return _Traced(limit_s, recorder, spins)
+
+
+# sys.monitoring's ids 0-5 are for tools (debugger 0, coverage 1, profiler 2, optimizer 5):
+# the first free one, from the end, so a debugger or coverage keeps its own.
+MONITORING_TOOL_IDS = (4, 3, 2, 1, 0, 5)
+HERE = __file__  # this module's code (the block around the call, its __exit__) is never stopped
+
+
+class Budget:
+    """A time budget for the block (see time_budget): enter it, run the call, leave it."""
+
+    how = ""
+
+    def __init__(self, limit_s: float, recorder: Recorder) -> None:
+        self.deadline = time.monotonic() + limit_s
+        self.recorder = recorder
+
+    def __enter__(self) -> str:
+        self.start()
+        return self.how
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class _Monitored(Budget):
+    how = "monitoring"
+
+    def __init__(self, monitoring: Any, tool: int, limit_s: float, recorder: Recorder) -> None:
+        super().__init__(limit_s, recorder)
+        self.monitoring, self.tool = monitoring, tool
+
+    def start(self) -> None:
+        monitoring, tool, events = self.monitoring, self.tool, self.monitoring.events
+        files, note, deadline = self.recorder.files, self.recorder.note, self.deadline
+
+        def on_start(code: types.CodeType, offset: int) -> None:
+            filename = code.co_filename
+            if filename in files:
+                note(sys._getframe(1))  # the frame that is starting
+            if time.monotonic() > deadline and filename != HERE:
+                raise OutOfTime(OUT_OF_TIME)
+
+        def on_jump(code: types.CodeType, offset: int, destination: int) -> None:
+            if time.monotonic() > deadline and code.co_filename != HERE:
+                raise OutOfTime(OUT_OF_TIME)
+
+        monitoring.use_tool_id(tool, "lessonkit check")
+        monitoring.register_callback(tool, events.PY_START, on_start)
+        monitoring.register_callback(tool, events.JUMP, on_jump)
+        monitoring.set_events(tool, events.PY_START | events.JUMP)
+
+    def stop(self) -> None:
+        monitoring, tool, events = self.monitoring, self.tool, self.monitoring.events
+        monitoring.set_events(tool, events.NO_EVENTS)
+        monitoring.register_callback(tool, events.PY_START, None)
+        monitoring.register_callback(tool, events.JUMP, None)
+        monitoring.free_tool_id(tool)
+
+
+class _Traced(Budget):
+    how = "settrace"
+
+    def __init__(self, limit_s: float, recorder: Recorder, spins: dict[types.CodeType, bool]):
+        super().__init__(limit_s, recorder)
+        self.spins = spins
+        self.before: Any = None
+
+    def start(self) -> None:
+        files, note, deadline, spins = (
+            self.recorder.files,
+            self.recorder.note,
+            self.deadline,
+            self.spins,
+        )
+
+        def on_line(frame: types.FrameType, event: str, arg: Any) -> Any:
+            if time.monotonic() > deadline:
+                raise OutOfTime(OUT_OF_TIME)
+            return on_line
+
+        def on_call(frame: types.FrameType, event: str, arg: Any) -> Any:
+            code = frame.f_code
+            if code.co_filename == HERE:
+                return None  # the budget's own __exit__
+            if code.co_filename in files:
+                note(frame)
+            spin = spins.get(code)
+            if spin is None:
+                spin = spins[code] = _spins(code)
+            if spin:
+                frame.f_trace_opcodes = True  # a jump to itself never starts a line again
+            return on_line(frame, event, arg)
+
+        self.before = sys.gettrace()
+        sys.settrace(on_call)
+
+    def stop(self) -> None:
+        sys.settrace(self.before)
 
 
 def _spins(code: types.CodeType) -> bool:

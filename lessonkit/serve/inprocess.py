@@ -33,12 +33,12 @@ meanwhile are sent at the next read, as a socket's buffer would hand them over.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json as json_module
 import sys
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
@@ -170,11 +170,12 @@ def browser_can_wait() -> bool:
 def _pyodide_ffi() -> Any:
     """Return pyodide.ffi, a module of the browser kernel's runtime itself (Pyodide).
 
-    Imported by name: it is part of the platform, like the standard library, not a
-    dependency that `pip install` could provide (tests/course/test_packaging.py checks
-    that every imported module is one).
+    Part of the platform there, like the standard library, not a dependency that
+    `pip install` could provide (tests/course/test_packaging.py knows it as one).
     """
-    return importlib.import_module("pyodide.ffi")
+    import pyodide.ffi
+
+    return pyodide.ffi
 
 
 def _waiter(clock: str | None) -> _PrivateLoop | _KernelLoop:
@@ -485,3 +486,172 @@ class _BodyStream(httpx.SyncByteStream):
 
     def close(self) -> None:
         self.response.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The in-process network: servers by address, for the browser kernel's running()
+
+# The addresses in-process servers get: http://lessonkit.local:8001, :8002, ... (a with-block
+# each). The host resolves nowhere; lessonkit's readers (rawhttp, http_client) look it up here.
+FIRST_PORT = 8001
+
+
+class InProcessNetwork:
+    """The servers started in this process, by "host:port": what the OS's port table is to sockets.
+
+    One per kernel (``NETWORK``): a URL is only a string, so the readers that get one must
+    find its app somewhere. A server is on it for the length of its with-block.
+    """
+
+    def __init__(self) -> None:
+        self._servers: dict[str, InProcessClient] = {}
+
+    def add(self, app: Any, *, clock: str | None = None) -> str:
+        """Put ``app`` on the lowest free port; return its base URL ("http://lessonkit.local:8001")."""
+        port = FIRST_PORT
+        while f"{IN_PROCESS_HOST}:{port}" in self._servers:
+            port += 1
+        address = f"{IN_PROCESS_HOST}:{port}"
+        self._servers[address] = InProcessClient(app, clock=clock)
+        return f"http://{address}"
+
+    def remove(self, base_url: str) -> None:
+        """Take the server at ``base_url`` off the network and release its loop."""
+        client = self._servers.pop(_address(base_url), None)
+        if client is not None:
+            client.close()
+
+    def client_for(self, url: str | httpx.URL) -> InProcessClient | None:
+        """Return the client of the server that ``url`` points at, or None if none is here."""
+        return self._servers.get(_address(url))
+
+
+def _address(url: str | httpx.URL) -> str:
+    parsed = httpx.URL(url)
+    return f"{parsed.host}:{parsed.port or 80}"
+
+
+NETWORK = InProcessNetwork()
+
+
+def is_in_process(url: str | httpx.URL) -> bool:
+    """Return True when ``url`` is on a server of this process's in-process network."""
+    return NETWORK.client_for(url) is not None
+
+
+@contextmanager
+def running_in_process(
+    prefill_ms: float = 300, per_token_ms: float = 40, *, clock: str | None = None, **options: Any
+) -> Iterator[str]:
+    """Yield the base URL ("http://lessonkit.local:8001") of the course's server, in this process.
+
+    The browser kernel's ``serve.running()``: the same app and settings as the real server,
+    with no socket and no thread. Only lessonkit's readers reach it (``http_client()``,
+    ``rawhttp``); each write still arrives as the app sends it.
+    """
+    from lessonkit.serve.app import create_app
+    from lessonkit.serve.checks import Settings
+
+    settings = Settings.from_options(prefill_ms=prefill_ms, per_token_ms=per_token_ms, **options)
+    url = NETWORK.add(create_app(settings), clock=clock)
+    try:
+        yield url
+    finally:
+        NETWORK.remove(url)
+
+
+class CourseTransport(httpx.BaseTransport):
+    """An httpx transport: in-process servers get their requests in-process, others the network."""
+
+    def __init__(self, **network_options: Any) -> None:
+        self._network_options = network_options
+        self._network: httpx.BaseTransport | None = None
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        client = NETWORK.client_for(request.url)
+        if client is not None:
+            return _handle_in_process(client, request)
+        if self._network is None:
+            self._network = httpx.HTTPTransport(**self._network_options)
+        return self._network.handle_request(request)
+
+    def close(self) -> None:
+        if self._network is not None:
+            self._network.close()
+
+
+def _handle_in_process(client: InProcessClient, request: httpx.Request) -> httpx.Response:
+    response = client.stream(
+        request.method,
+        request.url.raw_path.decode("ascii"),
+        content=request.read(),
+        headers={k.decode("latin-1"): v.decode("latin-1") for k, v in request.headers.raw},
+    )
+    return httpx.Response(
+        response.status_code,
+        headers=response.headers,
+        stream=_BodyStream(response),
+        extensions={"http_version": b"HTTP/1.1"},
+    )
+
+
+def http_client(**options: Any) -> httpx.Client:
+    """Return an httpx.Client that reaches the course's servers, in-process ones included.
+
+    ``options`` are httpx.Client's (timeout=..., base_url=...). Where ``serve.running()``
+    gave a real URL this is a plain httpx client; for an in-process URL (the browser
+    kernel) it calls the app in this process, chunk by chunk as it sends.
+    """
+    return httpx.Client(transport=CourseTransport(), **options)
+
+
+def raw_exchange(url: str, request: bytes) -> tuple[bytes, list[tuple[float, bytes]]]:
+    """Return the response bytes to a raw HTTP/1.1 ``request`` for the in-process server at ``url``.
+
+    The bytes are the ones a server would put on the socket: h11 (uvicorn's pure-Python
+    HTTP/1.1) turns the app's messages into a status line, headers and -- with no
+    Content-Length -- chunked framing, one write per message. Also returns the
+    arrivals, (ms since the request, bytes): the head first, then one per write.
+    """
+    import time
+
+    import h11
+
+    client = NETWORK.client_for(url)
+    if client is None:
+        raise ValueError(f"no in-process server at {url!r}")
+    conn = h11.Connection(h11.SERVER)
+    conn.receive_data(request)
+    head = conn.next_event()
+    if not isinstance(head, h11.Request):
+        raise ValueError(f"not a complete HTTP/1.1 request head: {request[:80]!r}")
+    body = b""
+    while not isinstance(event := conn.next_event(), h11.EndOfMessage):
+        if event is h11.NEED_DATA:
+            raise ValueError("the request's body is shorter than its Content-Length")
+        body += event.data
+    started = time.perf_counter()
+
+    def at_ms(stamp_ms: float) -> float:  # the app's stamp on a virtual clock, else the reader's
+        return stamp_ms if client.clock == "virtual" else (time.perf_counter() - started) * 1000
+
+    arrivals: list[tuple[float, bytes]] = []
+    with client.stream(
+        head.method.decode("ascii"),
+        head.target.decode("ascii"),
+        content=body,
+        headers={k.decode("latin-1"): v.decode("latin-1") for k, v in head.headers},
+    ) as response:
+        start = h11.Response(
+            status_code=response.status_code,
+            reason=HTTPStatus(response.status_code).phrase.encode("ascii"),
+            headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers],
+        )
+        arrivals.append((at_ms(0.0), conn.send(start) or b""))
+        for arrival in response.iter_arrivals():
+            arrivals.append((at_ms(arrival.at_ms), conn.send(h11.Data(data=arrival.data)) or b""))
+        if response.complete:  # chunked: the zero-size chunk, a write of its own as uvicorn's
+            end = conn.send(h11.EndOfMessage()) or b""
+            if end:
+                arrivals.append((at_ms(arrivals[-1][0]), end))
+    return b"".join(data for _, data in arrivals), arrivals

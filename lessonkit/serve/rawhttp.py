@@ -1,6 +1,8 @@
 """HTTP seen from the client side, live: raw socket bytes, timed requests, a cancelled stream.
 
-An edge module: it opens sockets and reads the clock. What the bytes mean is
+An edge module: it opens sockets and reads the clock. A URL of the in-process network
+(``serve.running()`` in the browser kernel, lessonkit.serve.inprocess) is read in-process
+instead, with the same bytes on the wire and each write arriving as it is sent. What the bytes mean is
 decided by the pure core (lessonkit.core.framing.split_response / parse_chunked,
 lessonkit.core.client.StreamReader, lessonkit.core.timeline.measure).
 
@@ -23,6 +25,7 @@ import httpx
 
 from lessonkit.core import framing, llm, timeline
 from lessonkit.core.client import StreamReader
+from lessonkit.serve import inprocess
 
 __all__ = [
     "CancelResult",
@@ -78,7 +81,8 @@ def raw_http(
 
     POST with a JSON `body`, else GET. Reading stops when the response is
     complete (the zero-size chunk, or Content-Length bytes) or the server closes.
-    Only http:// URLs (no TLS): meant for the local server.
+    Only http:// URLs (no TLS): meant for the local server. An in-process server's
+    response is the one h11 writes for it (lessonkit.serve.inprocess.raw_exchange).
     """
     parts = urlsplit(url)
     if parts.scheme != "http":
@@ -92,6 +96,9 @@ def raw_http(
         host=f"{host}:{port}",
         headers=tuple((headers or {}).items()),
     )
+    if inprocess.is_in_process(url):  # the browser kernel's server: the same bytes, no socket
+        raw, in_process_arrivals = inprocess.raw_exchange(url, request)
+        return RawExchange(request, raw, tuple(in_process_arrivals))
     arrivals: list[tuple[float, bytes]] = []
     raw = b""
     with socket.create_connection((host, port), timeout=timeout_s) as sock:
@@ -171,7 +178,7 @@ def time_request(
     body["stream"] = stream
     headers = {"Authorization": f"Bearer {target.api_key}"}
     url = target.base_url + "/chat/completions"
-    with httpx.Client(timeout=timeout_s) as client:
+    with inprocess.http_client(timeout=timeout_s) as client:
         start = time.perf_counter()
         if not stream:
             reply = client.post(url, json=body, headers=headers)
@@ -237,7 +244,7 @@ def cancel_stream(
     body = {"model": "lessonkit-sim", "stream": True,
             "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
     reader, received = StreamReader("openai"), 0
-    with httpx.Client(timeout=timeout_s) as client:
+    with inprocess.http_client(timeout=timeout_s) as client:
         before = _stats(client, base_url)
         with client.stream("POST", base_url + "/v1/chat/completions", json=body) as reply:
             for chunk in reply.iter_raw():

@@ -196,6 +196,11 @@ def _installed_closure(roots: set[str]) -> set[str]:
     return seen
 
 
+# Modules of the browser kernel's runtime itself (Pyodide), like the standard library there:
+# part of the platform, imported only on sys.platform == "emscripten", never pip-installed.
+BROWSER_RUNTIME = {"pyodide", "js", "pyodide_js"}
+
+
 def test_runtime_dependencies_cover_every_import_of_the_notebooks_and_lessonkit():
     sources = _code_of_notebooks("notebooks", "solutions", "exercises")
     for path in sorted((ROOT / "lessonkit").rglob("*.py")):
@@ -205,12 +210,27 @@ def test_runtime_dependencies_cover_every_import_of_the_notebooks_and_lessonkit(
     missing = []
     for where, source in sources.items():
         for module in sorted(_top_level_imports(source)):
-            if module in sys.stdlib_module_names or module == "lessonkit":
+            if (
+                module in sys.stdlib_module_names
+                or module in BROWSER_RUNTIME
+                or module == "lessonkit"
+            ):
                 continue
             owners = {d.lower().replace("_", "-") for d in distributions.get(module, [])}
             if not owners & installed:
                 missing.append(f"{where} imports {module} ({', '.join(owners) or 'not installed'})")
     assert not missing, "not installed by `pip install .`:\n" + "\n".join(missing)
+
+
+def test_the_browser_runtimes_modules_are_imported_only_by_the_browser_path():
+    # A module of Pyodide's own is the platform's, not a dependency: but only code that runs
+    # in the browser kernel (lessonkit.serve.inprocess, which checks sys.platform) imports it.
+    importers = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "lessonkit").rglob("*.py")
+        if _top_level_imports(path.read_text()) & BROWSER_RUNTIME
+    )
+    assert importers == ["lessonkit/serve/inprocess.py"]
 
 
 def test_the_lesson_05_sdk_is_a_runtime_dependency():
@@ -357,6 +377,11 @@ def test_lessonkit_and_python_dash_m_lessonkit_run_the_same_command_line():
     assert by_script.stdout.strip() == PYPROJECT["project"]["version"]
 
 
+def test_make_clean_removes_the_zero_install_builder_and_site():
+    recipe = re.search(r"^clean:\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert re.search(r"^\trm -rf .*\.venv-lite\b.*\$\(LITE_DIR\)", recipe.group(1), re.MULTILINE)
+
+
 def test_ci_script_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     readme = (ROOT / "README.md").read_text()
@@ -364,10 +389,12 @@ def test_ci_script_runs_the_readme_test_command():
     assert "make test" in readme and "make lab" in readme
 
 
-@pytest.mark.parametrize("target", ["browser", "hub"])
-def test_make_test_runs_each_playwright_suite_in_its_own_pytest_process(target):
+@pytest.mark.parametrize(
+    ("target", "folder"), [("browser", "browser"), ("hub", "hub"), ("lite-test", "lite")]
+)
+def test_make_test_runs_each_playwright_suite_in_its_own_pytest_process(target, folder):
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(rf"^TEST_STAGES :=.*\b{target}\b", makefile, re.MULTILINE)
     recipe = re.search(r"^test:\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
     assert "tools/run_stages.py" in recipe and "$(TEST_STAGES)" in recipe  # one `make` each
-    assert re.search(rf"^{target}:.*\n\t\$\(BIN\)/pytest tests/{target}\b", makefile, re.MULTILINE)
+    assert re.search(rf"^{target}:.*\n\t\$\(BIN\)/pytest tests/{folder}\b", makefile, re.MULTILINE)

@@ -154,3 +154,12 @@ def test_a_worker_that_never_says_ready_leaves_the_check_to_this_process(monkeyp
     monkeypatch.setattr(runners, "WORKER_START_S", 1.0)
     result = check("read_stream", solved("read_stream"), show=False, runner=runners.in_worker)
     assert result.passed, result.feedback
+
+
+def test_the_in_process_budget_uses_sys_monitoring_where_python_has_it_else_settrace():
+    # Python 3.12+ (the browser's Pyodide is 3.14) has sys.monitoring: a callback per
+    # function start and per loop turn instead of per line.
+    expected = "monitoring" if hasattr(sys, "monitoring") else "settrace"
+    with runners.time_budget(1.0, runners.Recorder(), spins={}) as how:
+        assert how == expected
+    assert sys.gettrace() is None

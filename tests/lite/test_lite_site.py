@@ -26,6 +26,8 @@ from labdriver import (
 from litesite import START_NOTEBOOK, clear_and_run_all, execute, kernel_state
 
 from lessonkit.lab.envcheck import slider_text
+from lessonkit.serve import rawhttp
+from lessonkit.serve.inprocess import running_in_process
 
 pytestmark = pytest.mark.browser
 
@@ -118,7 +120,7 @@ def test_lesson_00s_widget_check_responds_through_the_browser_kernel(lite_page):
 
 
 STREAM_IN_KERNEL = """
-import json, time
+import json, sys, time
 from lessonkit.core import llm
 from lessonkit.core.client import read_stream
 from lessonkit.serve.app import create_app
@@ -137,6 +139,11 @@ for clock in ("real", "virtual"):
         stats = client.request("GET", "/v1/stats").json()
         found[clock] = {"clock": client.clock, "seen": seen, "ended": ended, "stats": stats,
                         "text": reply.text, "complete": reply.complete}
+from lessonkit import serve
+from lessonkit.serve import rawhttp
+with serve.running(prefill_ms=0, per_token_ms=0) as url:
+    found["running"] = {"url": url, "events": rawhttp.raw_http(url + "/v1/stream").body.count(b"data:")}
+found["uvicorn_imported"] = "uvicorn" in sys.modules
 answer = llm.answer_for(llm.RUNNING_PROMPT)
 found["plan_ms"] = [at for at, _ in llm.stream_writes(answer, "eventsource")]
 found["hi"] = llm.answer_for("hi").text
@@ -166,6 +173,11 @@ def test_the_course_server_streams_in_the_browser_kernel_chunk_by_chunk(lite_pag
     for run in (real, virtual):
         assert run["text"] == found["hi"]
         assert run["complete"] is True
+    # serve.running() in the browser: the same app in-process, and no uvicorn loaded for it.
+    with running_in_process(prefill_ms=0, per_token_ms=0) as url:  # the same, here on CPython
+        events = rawhttp.raw_http(url + "/v1/stream").body.count(b"data:")
+    assert found["running"] == {"url": "http://lessonkit.local:8001", "events": events}
+    assert found["uvicorn_imported"] is False
 
 
 PROBE_URL = "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/pyodide-lock.json"
