@@ -19,10 +19,10 @@ from labdriver import (
     STDERR_MIME,
     code_cell_indices,
     normalized,
-    press_slider_key,
     tracebacks,
     wait_for,
 )
+from coursecontrols import press_key
 from litesite import START_NOTEBOOK, clear_and_run_all, execute, kernel_state
 
 from lessonkit.lab.envcheck import slider_text
@@ -107,11 +107,11 @@ def test_lesson_00s_widget_check_responds_through_the_browser_kernel(lite_page):
     code = code_cell_indices(REPO_ROOT / START_NOTEBOOK)
     clear_and_run_all(page, START_NOTEBOOK, code, timeout_s=RUN_ALL_DEADLINE_S)
     check = page.locator(".lk-envcheck")
-    slider = check.locator(".widget-slider")
+    slider = check.locator("input[type=range]")  # the course's own slider (lab.controls)
     slider.wait_for(timeout=60_000)
     readout = check.locator(".lk-envcheck-readout")
     assert normalized(readout.text_content() or "") == slider_text(0)
-    press_slider_key(slider, "ArrowRight", times=3)
+    press_key(check, "ArrowRight", times=3)
     wait_for(
         lambda: normalized(readout.text_content() or "") == slider_text(3),
         timeout_s=60,

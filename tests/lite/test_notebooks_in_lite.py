@@ -1,12 +1,9 @@
 """Every lesson and exercise notebook in the zero-install site, and check() in its kernel.
 
 Each notebook is opened in the site (its own Pyodide kernel), cleared and run with Run All
-Cells, as a learner does: no error output. Lessons whose figures need matplotlib, which the
-browser kernel does not have offline, wait for the course's SVG figures (another branch):
-until then each of their cells runs one by one, and exactly the cells recorded in
-WAITING_FOR_FIGURES may fail, each for the recorded reason; every other cell -- the
-lessons' live server, raw bytes, cancelled streams, stored full-edition results -- must run
-with no error output. When the figures land, a notebook leaves that list and gets Run All.
+Cells, as a learner does: no error output. That covers the lessons' live server (in-process
+there), raw bytes, cancelled streams, figures (drawn as SVG: no matplotlib offline), lesson
+03's demo cells and the cells whose stored full-edition results are shown instead.
 
 check() in the browser kernel must give what it gives in JupyterLab, word for word: the
 solution's full marks, a known wrong answer's points and hint, the course-answer notice,
@@ -24,7 +21,7 @@ import pytest
 from classroom import MISTAKES
 from labdriver import REPO_ROOT, STDERR_MIME, code_cell_indices, tracebacks
 from litesite import clear_and_run_all, execute, open_notebook
-from survey import SHUT_DOWN_KERNELS_JS, survey_notebook
+from survey import SHUT_DOWN_KERNELS_JS
 
 pytestmark = pytest.mark.browser
 
@@ -34,23 +31,7 @@ OPEN_DEADLINE_S = 600.0
 LESSONS = sorted(p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.glob("notebooks/*.ipynb"))
 EXERCISES = sorted(p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.glob("exercises/*.ipynb"))
 
-NO_MATPLOTLIB = "No module named 'matplotlib'"
-NO_PLOTS = "name 'plots' is not defined"  # lessonkit.lab.plots imports matplotlib
-# Cell index -> what its error says, for the cells that wait for work on other branches.
-WAITING_FOR_FIGURES = {
-    "notebooks/01_why_streaming.ipynb": {1: NO_MATPLOTLIB, 32: NO_PLOTS, 35: NO_PLOTS},
-    "notebooks/03_reading_the_stream.ipynb": {
-        1: NO_MATPLOTLIB,
-        22: NO_PLOTS,
-        # lesson 03's browser demo in the page: another branch's work, as the figures are
-        26: "No module named 'jupyter_core'",
-        28: "name 'server' is not defined",
-        31: "name 'demo' is not defined",
-    },
-    "notebooks/04_practice_cuts_and_drops.ipynb": {1: NO_MATPLOTLIB},
-    "notebooks/05_streaming_in_the_real_world.ipynb": {1: NO_MATPLOTLIB, 6: NO_PLOTS},
-}
-RUN_ALL = [path for path in [*LESSONS, *EXERCISES] if path not in WAITING_FOR_FIGURES]
+RUN_ALL = [*LESSONS, *EXERCISES]
 
 
 @pytest.fixture
@@ -71,22 +52,6 @@ def test_run_all_gives_no_error_output_in_the_browser_kernel(fresh_page, times, 
     assert [o.text for c in cells for o in c.outputs if o.mime == STDERR_MIME] == []
     by_index = {c.index: c for c in cells}
     assert all(by_index[i].executed for i in code), "every code cell ran"
-
-
-@pytest.mark.parametrize("path", sorted(WAITING_FOR_FIGURES))
-def test_only_the_cells_waiting_for_figures_fail_and_for_that_reason(fresh_page, times, path):
-    result = survey_notebook(fresh_page.page, path, cell_timeout_s=300)
-    times.note(f"cell by cell: {path}", result["cells_s"])
-    failed = {c["index"]: c for c in result["cells"] if c["status"] != "ok" or c["stderr"]}
-    waiting = WAITING_FOR_FIGURES[path]
-    assert sorted(failed) == sorted(waiting), {i: c["error"] for i, c in failed.items()}
-    for index, cell in failed.items():
-        assert waiting[index] in cell["error"], (index, cell["error"])
-        assert not cell["stderr"], (index, cell["stderr"])
-        # Run again statement by statement: only the statements of the waiting work fail.
-        reasons = {NO_MATPLOTLIB, NO_PLOTS, *waiting.values()}
-        for line, error in cell.get("statements", []):
-            assert any(reason in error for reason in reasons), (line, error)
 
 
 # --------------------------------------------------------------------------- check() in Pyodide
