@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from coursecontrols import press_key
 from labdriver import (
     REPO_ROOT,
     STDERR_MIME,
@@ -22,7 +23,6 @@ from labdriver import (
     tracebacks,
     wait_for,
 )
-from coursecontrols import press_key
 from litesite import START_NOTEBOOK, clear_and_run_all, execute, kernel_state
 
 from lessonkit.lab.envcheck import slider_text
