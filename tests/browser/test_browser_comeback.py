@@ -93,6 +93,9 @@ def twins_stand_in(page: Any, cells: list[int], *, stale: bool) -> list[str]:
     shown = visible_outputs(page)
     problems = []
     for i in cells:
+        if i >= len(shown):  # the notebook is still being drawn (JupyterLab renders lazily)
+            problems.append(f"cell {i} is not on the page yet ({len(shown)} cells are)")
+            continue
         text = shown[i]
         if "Run this cell" not in text:
             problems.append(f"cell {i} shows no twin: {text[:160]!r}")
