@@ -68,8 +68,8 @@ def test_raw_http_in_process_shows_the_same_chunked_framing_as_the_real_server(s
 
 
 def test_raw_http_in_process_hands_over_the_head_then_one_chunk_per_write():
-    plan = list(llm.stream_writes(llm.answer_for(llm.RUNNING_PROMPT), "openai",
-                                  prefill_ms=30, per_token_ms=10))  # fmt: skip
+    timing = llm.Timing(prefill_ms=30, per_token_ms=10)
+    plan = list(llm.stream_writes(llm.answer_for(llm.RUNNING_PROMPT), "openai", timing=timing))
     with running_in_process() as url:
         exchange = rawhttp.raw_http(url + CHAT + QUICK, BODY)
     head, *writes, last = exchange.arrivals
