@@ -129,6 +129,7 @@ class LitePage:
     site: litesite.StaticSite
     console_lines: list[str] = field(default_factory=list)
     requested: list[str] = field(default_factory=list)
+    opened: dict = field(default_factory=dict)  # the URL and kernel right after the first load
 
     def outside_requests(self) -> list[str]:
         """Return every URL the page or its workers asked for from anywhere but the site's host."""
@@ -153,6 +154,7 @@ def lite(browser: Any, site: litesite.StaticSite, times: Times) -> Iterator[Lite
         times.note("first load: JupyterLab restored", time.monotonic() - started)
         litesite.wait_kernel_idle(page, timeout_s=FIRST_LOAD_DEADLINE_S, what="the first notebook")
         times.note("first load: kernel ready", time.monotonic() - started)
+        watched.opened = {"url": page.url, "kernel": litesite.kernel_state(page)}
         times.values["first_load_mb"] = round(site.bytes_sent / 1e6, 1)
         print(f"[lite] first load: {site.bytes_sent / 1e6:.1f} MB served", flush=True)
     except Exception:

@@ -23,7 +23,7 @@ from labdriver import (
     tracebacks,
     wait_for,
 )
-from litesite import START_NOTEBOOK, clear_and_run_all, execute, kernel_state
+from litesite import START_NOTEBOOK, clear_and_run_all, execute
 
 from lessonkit.lab.envcheck import slider_text
 from lessonkit.serve import rawhttp
@@ -42,9 +42,9 @@ def run_in_kernel(lite_page, code: str) -> dict:
 
 
 def test_the_site_opens_on_lesson_00_in_the_pyodide_kernel(lite_page):
-    page = lite_page.page
-    assert page.url.startswith(f"{lite_page.site.url}lab/")  # the root URL led into the app
-    state = kernel_state(page)
+    # What the first load showed (the session's page goes on to other notebooks after it).
+    assert lite_page.opened["url"].startswith(f"{lite_page.site.url}lab/")  # into the app
+    state = lite_page.opened["kernel"]
     assert state["path"] == START_NOTEBOOK
     assert state["name"] == "python"  # Pyodide's kernel, the only one the site has
     assert state["status"] == "idle"
