@@ -75,6 +75,47 @@ async (index) => {
 """
 
 
+RECORD_PANEL_TEXTS_JS = """() => {
+  window.lkSeen = {eventsource: [], fetch: []};
+  const note = () => {
+    for (const kind of ["eventsource", "fetch"]) {
+      const box = document.querySelector(`.lk-browser-demo-${kind} .lk-text`);
+      const seen = window.lkSeen[kind];
+      const text = box ? box.textContent : "";
+      if (text && text !== seen[seen.length - 1]) seen.push(text);
+    }
+  };
+  new MutationObserver(note).observe(document.body,
+    {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def _check_one_run(page) -> None:
+    """Wait until both panels say done; fail unless each grew token by token at the pace."""
+    deadline = time.monotonic() + 120
+    kinds = ("eventsource", "fetch")
+    while time.monotonic() < deadline:
+        statuses = [
+            page.locator(f".lk-browser-demo-{k} .lk-status").first.text_content() for k in kinds
+        ]
+        if all(s == "done" for s in statuses):
+            break
+        time.sleep(0.1)
+    seen = page.evaluate("() => window.lkSeen")
+    for kind in kinds:
+        status = page.locator(f".lk-browser-demo-{kind} .lk-status").first.text_content()
+        assert status == "done", (kind, status, _panel_text(page, kind))
+        grown = seen[kind]
+        print(f"\n[lite] {kind}: {len(grown)} distinct texts while streaming: {grown[:4]} ...")
+        assert len(grown) >= 4, (kind, grown)  # grows step by step, not in one piece
+        assert all(b.startswith(a) for a, b in zip(grown, grown[1:], strict=False)), grown
+        tokens = page.locator(f".lk-browser-demo-{kind} .lk-token").count()
+        assert tokens > 5
+    times = page.locator(".lk-browser-demo-fetch").first.get_attribute("data-times")
+    spread = [int(t) for t in times.split(",")]
+    assert spread[-1] - spread[0] >= 120 * (len(spread) - 3) * 0.9  # at the 120 ms pace
+
+
 def _panel_text(page, kind: str) -> str:
     return page.locator(f".lk-browser-demo-{kind} .lk-text").first.text_content() or ""
 
@@ -93,30 +134,23 @@ def test_lesson_03s_demo_grows_token_by_token_in_both_panels_in_the_page(lite_pa
         for i in code
         if "start_server(" in cells[i].source or "BrowserStreamDemo(" in cells[i].source
     ]
+    page.evaluate(RECORD_PANEL_TEXTS_JS)
     for index in wanted:
         page.evaluate(RUN_CELL_JS, index)
     page.locator(".lk-browser-demo-fetch .lk-text").first.wait_for(timeout=120_000)
-    samples: dict[str, list[str]] = {"eventsource": [], "fetch": []}
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        for kind in samples:
-            samples[kind].append(_panel_text(page, kind))
-        statuses = [
-            page.locator(f".lk-browser-demo-{k} .lk-status").first.text_content() for k in samples
-        ]
-        if all(s == "done" for s in statuses):
+    # Every text each panel shows is written down in the page as it changes (no sampling
+    # from here, which a busy machine would slow); a stall that squeezes one run into a
+    # burst gets "Stream again", up to three runs: a panel that waits for the end never grows.
+    failures = []
+    for _ in range(3):
+        try:
+            _check_one_run(page)
             break
-        time.sleep(0.05)
-    for kind, seen in samples.items():
-        status = page.locator(f".lk-browser-demo-{kind} .lk-status").first.text_content()
-        assert status == "done", (kind, status, seen[-1])
-        grown = [t for i, t in enumerate(seen) if t and (i == 0 or t != seen[i - 1])]
-        print(f"\n[lite] {kind}: {len(grown)} distinct texts while streaming: {grown[:4]} ...")
-        assert len(grown) >= 4, (kind, grown)  # grows step by step, not in one piece
-        assert all(b.startswith(a) for a, b in zip(grown, grown[1:], strict=False)), grown
-        tokens = page.locator(f".lk-browser-demo-{kind} .lk-token").count()
-        assert tokens > 5
+        except AssertionError as failure:
+            failures.append(str(failure))
+            page.evaluate("() => { window.lkSeen = {eventsource: [], fetch: []}; }")
+            page.locator(".lk-browser-demo-run").first.click()
+            page.wait_for_function("() => window.lkSeen.fetch.length > 0", timeout=60_000)
+    else:
+        raise AssertionError("no run grew token by token:\n" + "\n".join(failures))
     assert _panel_text(page, "eventsource") == _panel_text(page, "fetch")
-    times = page.locator(".lk-browser-demo-fetch").first.get_attribute("data-times")
-    spread = [int(t) for t in times.split(",")]
-    assert spread[-1] - spread[0] >= 120 * (len(spread) - 3) * 0.9  # at the 120 ms pace
