@@ -53,7 +53,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anywidget
@@ -66,8 +66,10 @@ from lessonkit.core import llm
 from lessonkit.lab import in_page
 from lessonkit.serve import demo_socket
 from lessonkit.serve.app import create_app
-from lessonkit.serve.background import BackgroundServer
 from lessonkit.serve.checks import Settings
+
+if TYPE_CHECKING:
+    from lessonkit.serve.background import BackgroundServer
 
 __all__ = [
     "BrowserReport",
@@ -354,6 +356,9 @@ def _serve_on_socket(
     app: Any, socket_name: str, on_stop: Callable[[], None] | None = None
 ) -> BackgroundServer:
     """Start `app` on this user's demo socket `socket_name`; return the running server."""
+    # uvicorn only where a socket is opened: the browser kernel never gets here
+    from lessonkit.serve.background import BackgroundServer
+
     folder = demo_socket.socket_folder(create=True)
     demo_socket.remove_stale_sockets(folder)  # left by kernels that were killed
     background = BackgroundServer(

@@ -24,6 +24,7 @@ from labdriver import (
     wait_for,
 )
 from litesite import START_NOTEBOOK, clear_and_run_all, execute, open_notebook
+from survey import SHUT_DOWN_KERNELS_JS
 
 from lessonkit.lab.envcheck import slider_text
 from lessonkit.serve import rawhttp
@@ -154,6 +155,9 @@ print(json.dumps(found))
 
 
 def test_the_course_server_streams_in_the_browser_kernel_chunk_by_chunk(lite_page):
+    # A fresh kernel: whether uvicorn was imported must not depend on the tests before
+    lite_page.page.evaluate(SHUT_DOWN_KERNELS_JS)
+    open_notebook(lite_page.page, START_NOTEBOOK, timeout_s=RUN_ALL_DEADLINE_S)
     found = run_in_kernel(lite_page, STREAM_IN_KERNEL)
     plan_ms = found["plan_ms"]
     real, virtual = found["real"], found["virtual"]
