@@ -24,13 +24,13 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from lessonkit.lab import figures
 from lessonkit.lab.views import THEME, Html
 
-if TYPE_CHECKING:  # types only
-    from lessonkit.lab.lesson01 import CancelView, TimelineView
+# svg imports no lesson module, not even for a type (lesson01 imports svg): timeline_*
+# take a lesson01.TimelineView, cancel_* a lesson01.CancelView, typed Any here.
 
 FONT = 'font-family="sans-serif" font-size="11"'
 
@@ -154,7 +154,7 @@ def _mark(colour: str) -> str:
 TIMELINE_SIZE = (760, 214)
 
 
-def timeline_text(view: TimelineView) -> str:
+def timeline_text(view: Any) -> str:
     """Return the timeline figure in words: the time t, both first-text times, the total."""
     timings = view.timings
     return (
@@ -165,7 +165,7 @@ def timeline_text(view: TimelineView) -> str:
     )
 
 
-def timeline_svg(view: TimelineView) -> Html:
+def timeline_svg(view: Any) -> Html:
     """Return the timeline as SVG: both rows, TTFT and total marked, and the "now" line at t.
 
     The TTFT and total labels sit above the plot area, on two lines of their own, and
@@ -226,7 +226,7 @@ def timeline_svg(view: TimelineView) -> Html:
 CANCEL_SIZE = (640, 92)
 
 
-def cancel_text(view: CancelView) -> str:
+def cancel_text(view: Any) -> str:
     """Return the stop-early bar in words: tokens generated before the stop and never generated."""
     return (
         f"Bar of the answer's {view.n_tokens} tokens, stopped at {view.cancel_at_ms:,.0f} ms:"
@@ -234,7 +234,7 @@ def cancel_text(view: CancelView) -> str:
     )
 
 
-def cancel_svg(view: CancelView) -> Html:
+def cancel_svg(view: Any) -> Html:
     """Return one bar of the answer's tokens: generated before the stop vs never generated."""
     width, height = CANCEL_SIZE
     x = Scale(0, max(1, view.n_tokens), 20, width - 20)

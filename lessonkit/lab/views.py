@@ -14,13 +14,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from lessonkit.core import sse
 
-if TYPE_CHECKING:  # types only: the lesson modules import views, never the reverse
-    from lessonkit.lab.lesson01 import DecodeStep
-    from lessonkit.lab.lesson02 import FieldRow, WalkStep, WireRow
+# The lesson modules import views, never the reverse, not even for a type, so their steps
+# and rows are typed Any here: decode_step_html takes a lesson01.DecodeStep,
+# field_rows_html lesson02.FieldRow rows, inspector_html and side_by_side_html
+# lesson02.WireRow rows, walk_step_html a lesson02.WalkStep.
 
 
 class Html(str):
@@ -93,7 +94,7 @@ def _token_box(token: str, colour: str, *, bold: bool = False) -> str:
     )
 
 
-def decode_step_html(step: DecodeStep, caption: str) -> str:
+def decode_step_html(step: Any, caption: str) -> str:
     """Return HTML boxes: prompt tokens (grey), generated ones (blue), the new token (bold, orange).
 
     `caption` is the pass in words (lesson01.decode_step_text), shown under the boxes.
@@ -165,7 +166,7 @@ def highlight_sse_html(raw: bytes, *, mark: bool = False, wrap: bool = True) -> 
     return f'<pre class="lk-wire" style="{style}"{current}>{"".join(out)}</pre>'
 
 
-def field_rows_html(rows: Iterable[FieldRow]) -> str:
+def field_rows_html(rows: Iterable[Any]) -> str:
     """Return the field table as HTML with the wire bytes highlighted.
 
     The wire and decoded columns never wrap inside a token: each wire line stays on one
@@ -197,14 +198,14 @@ def _decoded_html(events: Iterable[sse.Event]) -> str:
     return "<br>".join(lines) or "<code>(ignored)</code>"
 
 
-def inspector_html(rows: Sequence[WireRow], upto: int) -> str:
+def inspector_html(rows: Sequence[Any], upto: int) -> str:
     """Return the wire so far as HTML, every write up to `upto`, that one marked with a bar."""
     upto = max(0, min(upto, len(rows) - 1))
     parts = [highlight_sse_html(row.raw, mark=i == upto) for i, row in enumerate(rows[: upto + 1])]
     return '<div class="lk-wire-bytes">' + "".join(parts) + "</div>"
 
 
-def side_by_side_html(streams: Mapping[str, Sequence[WireRow]]) -> str:
+def side_by_side_html(streams: Mapping[str, Sequence[Any]]) -> str:
     """Return each dialect's writes in its own column (HTML), e.g. lesson02.side_by_side()."""
     columns = []
     for dialect, rows in streams.items():
@@ -227,7 +228,7 @@ def line_end_badge(ending: str) -> str:
     )
 
 
-def walk_step_html(step: WalkStep) -> str:
+def walk_step_html(step: Any) -> str:
     """Return one step of the walkthrough as HTML: title, bytes, explanation, screen.
 
     Each line end is drawn as a readable badge, "CR LF" for HTTP's and "LF" for an SSE
