@@ -646,9 +646,14 @@ def test_websocket_stop_message_stops_generation(fresh_server_url, wait_for_stat
 
     first, rest = asyncio.run(talk())
     assert "delta" in first
-    assert rest[-1] == {"done": True, "finish_reason": "stopped"} and len(rest) in (1, 2)
+    assert rest[-1] == {"done": True, "finish_reason": "stopped"}
+    deltas = [m for m in rest if "delta" in m]
+    # Expected: at most one more token (the stop comes well within the 500 ms before the
+    # next); a stalled machine can delay the stop, so the bound is 10x that. The server
+    # generates what it sent, plus at most the one it was making when the stop came.
+    assert len(deltas) <= 10, rest
     stats = wait_for_stats(fresh_server_url, lambda s: s["active_streams"] == 0)
-    assert stats["tokens_generated"] in (1, 2, 3)
+    assert stats["tokens_generated"] in (1 + len(deltas), 2 + len(deltas)), (stats, rest)
 
 
 def test_websocket_bad_first_message_gets_an_error_and_close(server_url):
