@@ -230,6 +230,11 @@ def test_the_arrival_stepper_by_keyboard(outputs: dict[str, Any], page: Any) -> 
     keys.start_at(".lk-cut-mode")
     keys.tab_to(".lk-cut-mode button:has-text('even chunks')")
     keys.press("Space")
+    # The kernel answers the mode change by showing the slider and hiding the offsets box.
+    # A learner sees that before pressing Tab; a Tab sent sooner would land on the box that
+    # is about to be hidden, and the focus would fall to the page.
+    expect(out.locator(".lk-chunk-size")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(out.locator(".lk-cut-positions")).to_be_hidden(timeout=TIMEOUT_MS)
     keys.tab_to(".lk-chunk-size input[type=range]")
     keys.press("ArrowLeft", 9)  # 16 -> 7 bytes
     seven = lesson03.stepper_readouts(wire, chunk_bytes=7, mode="even chunks")
