@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from answers import buggy_reader, solved
 from classroom import RIGHT, function_from
 
 from lessonkit import grading
@@ -70,31 +71,6 @@ def _notebook_for(exercise_id: str) -> str:
     return next(p.name for p in (ROOT / "solutions").glob("ex*_" + exercise_id + ".ipynb"))
 
 
-_SOLVED: dict[str, object] = {}
-
-
-def solved(exercise_id: str):
-    """Return the solution notebook's own function: an honest answer that calls no course reader."""
-    if exercise_id not in _SOLVED:
-        import os
-
-        import nbformat
-
-        nb = nbformat.read(ROOT / "solutions" / _notebook_for(exercise_id), as_version=4)
-        cells = [c.source for c in nb.cells if c.cell_type == "code"]
-        saved = os.environ.get(GRADING_ENV)
-        os.environ[GRADING_ENV] = "1"
-        try:
-            found, _, _ = child.run_cells(cells, list(EXERCISES), [], 20)
-        finally:
-            if saved is None:
-                del os.environ[GRADING_ENV]
-            else:
-                os.environ[GRADING_ENV] = saved
-        _SOLVED[exercise_id] = found[exercise_id]
-    return _SOLVED[exercise_id]
-
-
 def _graded(exercise_id: str, fn) -> engine.Report:
     return evaluate(EXERCISES[exercise_id], in_process(fn), Mode(hidden=True))
 
@@ -150,36 +126,6 @@ def test_the_reference_answers_pass_their_own_checks():
 # Realistic mistakes in read_stream: the lesson's "now change it" bugs and common mistakes
 
 
-def _reader(*, per_chunk=False, use_if=False, chunk_is_event=False, loads_done=False,
-            replace=False, no_comments=False, always_complete=False):  # fmt: skip
-    def read_stream(chunks):
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        buffer, text, done = "", "", False
-        for chunk in chunks:
-            if chunk_is_event:
-                events = [chunk.decode("utf-8").strip("\n")]
-            else:
-                buffer += chunk.decode("utf-8") if per_chunk else decoder.decode(chunk)
-                events = []
-                while "\n\n" in buffer:
-                    event, buffer = buffer.split("\n\n", 1)
-                    events.append(event)
-                    if use_if:
-                        break
-            for event in events:
-                if event.startswith(":") and not no_comments:
-                    continue
-                data = event.removeprefix("data: ")
-                if data == "[DONE]" and not loads_done:
-                    done = True
-                elif data:
-                    delta = json.loads(data)["delta"]
-                    text = delta if replace else text + delta
-        return text, done or always_complete
-
-    return read_stream
-
-
 @pytest.mark.parametrize(
     ("bug", "rule"),
     [
@@ -193,13 +139,13 @@ def _reader(*, per_chunk=False, use_if=False, chunk_is_event=False, loads_done=F
     ],
 )
 def test_each_common_read_stream_mistake_fails_the_rule_named_for_it(bug, rule):
-    report = _graded("read_stream", _reader(**{bug: True}))
+    report = _graded("read_stream", buggy_reader(**{bug: True}))
     assert rule in _failed_rules(report)
     assert report.score < EXERCISES["read_stream"].points
 
 
 def test_feedback_shows_the_smallest_failing_chunk_list_with_expected_and_got():
-    report = evaluate(EXERCISES["read_stream"], in_process(_reader(per_chunk=True)))
+    report = evaluate(EXERCISES["read_stream"], in_process(buggy_reader(per_chunk=True)))
     finding = next(
         f for f in report.findings if f.rule == "a character split across chunks survives"
     )
@@ -211,12 +157,12 @@ def test_feedback_shows_the_smallest_failing_chunk_list_with_expected_and_got():
 
 
 def test_feedback_names_the_learners_line_that_raised():
-    report = evaluate(EXERCISES["read_stream"], in_process(_reader(loads_done=True)))
+    report = evaluate(EXERCISES["read_stream"], in_process(buggy_reader(loads_done=True)))
     assert "at: line" in report_text(report) and "json.loads(data)" in report_text(report)
 
 
 def test_public_feedback_counts_public_checks_and_promises_more_at_grading():
-    report = evaluate(EXERCISES["read_stream"], in_process(_reader(use_if=True)))
+    report = evaluate(EXERCISES["read_stream"], in_process(buggy_reader(use_if=True)))
     public = len([r for r in EXERCISES["read_stream"].rules if not r.hidden])
     assert re.search(rf"public checks \d+/{public} pass", report_text(report))
     assert "hidden checks at grading carry 4 points more" in report_text(report)
@@ -248,7 +194,8 @@ def test_hidden_failures_name_the_rule_but_never_show_the_input():
 
 def test_feedback_text_is_the_same_on_every_run():
     runs = [
-        evaluate(EXERCISES["read_stream"], in_process(_reader(per_chunk=True))) for _ in range(2)
+        evaluate(EXERCISES["read_stream"], in_process(buggy_reader(per_chunk=True)))
+        for _ in range(2)
     ]
     assert report_text(runs[0]) == report_text(runs[1])
 
@@ -517,7 +464,7 @@ def test_a_function_that_patches_the_library_in_its_process_cannot_change_the_ve
 
 
 def test_the_notebook_display_has_html_and_the_same_plain_text():
-    result = check("read_stream", _reader(use_if=True), show=False)
+    result = check("read_stream", buggy_reader(use_if=True), show=False)
     html_text = feedback.feedback_html(result.feedback, result.report)
     assert "several events in one chunk" in html_text and "<details>" in html_text
 
@@ -766,7 +713,7 @@ def _first_hint(report: engine.Report) -> str:
 
 
 def test_feedback_shows_the_root_bugs_rule_in_full_and_only_names_the_others():
-    text = report_text(_public("read_stream", _reader(use_if=True)))
+    text = report_text(_public("read_stream", buggy_reader(use_if=True)))
     assert text.count("FAILED") == 1 and text.count("  hint") == 1
     assert "FAILED  several events in one chunk are all handled" in text
     also = text[text.index(feedback.ALSO_SAME) :]
@@ -800,13 +747,13 @@ def test_only_failures_diagnosed_as_the_same_mistake_are_said_to_share_its_cause
 
 
 def test_graded_feedback_is_as_focused_as_the_notebook_check():
-    text = report_text(_graded("read_stream", _reader(no_comments=True)))
+    text = report_text(_graded("read_stream", buggy_reader(no_comments=True)))
     assert text.count("FAILED") == 1 and feedback.ALSO_SAME in text
     assert "checks " in text and "(public and hidden)" in text
 
 
 def test_the_notebook_html_opens_only_the_first_failing_rule():
-    result = check("read_stream", _reader(replace=True), show=False)
+    result = check("read_stream", buggy_reader(replace=True), show=False)
     html_text = feedback.feedback_html(result.feedback, result.report)
     assert html_text.count("<pre") == 1 and "also failing" in html_text
 
@@ -824,18 +771,18 @@ def test_the_notebook_html_opens_only_the_first_failing_rule():
     ],
 )
 def test_the_first_hint_shown_for_each_realistic_bug_names_that_bug(bug, words):
-    assert words in _first_hint(_public("read_stream", _reader(**{bug: True})))
+    assert words in _first_hint(_public("read_stream", buggy_reader(**{bug: True})))
 
 
 def test_a_per_chunk_decoder_is_told_about_decoding_even_under_the_drop_rule():
-    report = _public("read_stream", _reader(per_chunk=True))
+    report = _public("read_stream", buggy_reader(per_chunk=True))
     drop = next(f for f in report.findings if f.rule.startswith("a dropped connection"))
     assert not drop.passed and "UnicodeDecodeError" in drop.got
     assert "getincrementaldecoder" in drop.hint and "half event" not in drop.hint
 
 
 def test_the_json_diagnosis_survives_the_forked_process_of_check():
-    result = check("read_stream", _reader(loads_done=True), show=False)
+    result = check("read_stream", buggy_reader(loads_done=True), show=False)
     assert "hint      Compare the data with '[DONE]' before calling json.loads" in result.feedback
     assert result.feedback.count("FAILED") == 1
 

@@ -13,8 +13,8 @@ import sys
 import textwrap
 
 import pytest
+from answers import buggy_reader, solved
 from classroom import LESSON_READER, MISTAKES, RIGHT, function_from
-from test_grading import _reader, solved
 
 from lessonkit.grading import check, runners
 from lessonkit.grading.engine import Case, Ended, Mode, NotWritten, Raised, Returned, TimedOut
@@ -40,7 +40,7 @@ def test_both_runners_give_the_same_feedback_on_each_solution(exercise_id):
     "bug", ["per_chunk", "use_if", "chunk_is_event", "loads_done", "replace", "no_comments"]
 )
 def test_both_runners_give_the_same_feedback_on_each_known_wrong_reader(bug):
-    worker, here = _both("read_stream", _reader(**{bug: True}))
+    worker, here = _both("read_stream", buggy_reader(**{bug: True}))
     assert worker == here and "FAILED" in worker
 
 

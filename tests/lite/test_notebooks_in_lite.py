@@ -13,11 +13,11 @@ and an endless loop stopped within its limit (by sys.monitoring: no threads ther
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 
 import nbformat
 import pytest
+from answers import solved
 from classroom import MISTAKES
 from labdriver import REPO_ROOT, STDERR_MIME, code_cell_indices, tracebacks
 from litesite import clear_and_run_all, execute, open_notebook
@@ -119,9 +119,6 @@ def define(lite_page, source: str) -> None:
 def solution_of(exercise: str):
     """Return the solution notebook's answer (its function, or now_change_it's dict) here."""
     if exercise != "now_change_it":
-        sys.path.insert(0, str(REPO_ROOT / "tests" / "grading"))
-        from test_grading import solved
-
         return solved(exercise)
     from lessonkit.grading import child
 
