@@ -5,9 +5,9 @@ sandboxed child of ``lessonkit grade``, or the worker process of the
 notebook's ``check``; both speak the protocol that ``child`` describes.
 ``Channel.call_many(name, cases, limit_s, encode) -> [Outcome]`` sends a rule's
 cases in one request and reads one reply per case. It never raises for what
-the other side does: silence past the limit is ``TimedOut``, a closed pipe or
-garbage is ``Ended``. Exercise 5's fetch requests are served here, from the
-case's ``Served`` argument.
+the other side does: silence past the wait (``wall_wait_s``) is ``TimedOut``,
+a closed pipe or garbage is ``Ended``. Exercise 5's fetch requests are served
+here, from the case's ``Served`` argument.
 
 Lines are read by a small thread per channel (a pipe cannot be waited on with
 a time limit in the same way on every system; a thread and a queue can), so
@@ -42,6 +42,8 @@ __all__ = ["Channel", "ChildGone", "Garbled"]
 
 MAX_REPLY_BYTES = 64 << 20
 
+WALL_PER_CPU = 10  # wall seconds waited per second of a call's CPU-time limit
+
 
 class ChildGone(Exception):
     """The process running the learner's code ended (its pipe closed)."""
@@ -65,6 +67,7 @@ class Channel:
         self.write_fd = write_fd
         self.files = files or {}  # code name -> its file here, for a source line to show
         self.grace_s = grace_s  # extra wait past a call's limit (a child with its own alarm)
+        self.counts_cpu = False  # set from the child's "ready": it stops a call on CPU time
         self.alive = True
         self._read_fd = read_fd
         self._stop = stop
@@ -152,11 +155,12 @@ class Channel:
         try:
             head = json.dumps({"op": "calls", "name": name, "limit_s": limit_s})
             self.send_line(f'{head[:-1]}, "cases": [{",".join(encode(c) for c in cases)}]}}')
+            wait_s = self.wall_wait_s(limit_s)
             for fake in fakes:
-                message = self.receive(limit_s + self.grace_s)
+                message = self.receive(wait_s)
                 while message is not None and message.get("op") == "fetch" and fake is not None:
                     self._serve_fetch(fake, message.get("last_event_id"))
-                    message = self.receive(limit_s + self.grace_s)
+                    message = self.receive(wait_s)
                 outcomes.append(_outcome(message, fake, self.files))
                 if outcomes[-1].stops:
                     return outcomes
@@ -164,6 +168,17 @@ class Channel:
             fake = fakes[len(outcomes)] if len(outcomes) < len(fakes) else None
             outcomes.append(Ended(reason=str(exc), requests=_requests(fake)))
         return outcomes
+
+    def wall_wait_s(self, limit_s: float) -> float:
+        """Return how long to wait, on the wall clock, for the answer to a call with ``limit_s``.
+
+        A child that stops its calls after ``limit_s`` of CPU time answers "timeout" itself; the
+        wait here is only for one that hangs without computing (sleeping, blocked), and lets a
+        call run with a tenth of a core, as on a busy machine. Without that child timer this
+        wait is the limit.
+        """
+        factor = WALL_PER_CPU if self.counts_cpu else 1
+        return limit_s * factor + self.grace_s
 
     def _serve_fetch(self, fake: Any, last_event_id: Any) -> None:
         if last_event_id is not None and not isinstance(last_event_id, str):

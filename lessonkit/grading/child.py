@@ -13,18 +13,20 @@ Two uses:
 * ``lessonkit grade``: one child serves one learner, inside that learner's
   sandbox (``lessonkit.grading.sandbox``). It sets up the sandbox's guard
   (``guard.child_setup``), imports the course once, then runs the learner's
-  notebooks one after the other, each in a namespace of its own. A SIGALRM
-  timer stops a call or a cell at its limit. A notebook whose code ends the
+  notebooks one after the other, each in a namespace of its own. A timer stops
+  a call after its limit of CPU time (see ``CPU_TIMER``) and the cells after the
+  notebook's wall-clock time (``--timeout``). A notebook whose code ends the
   process ends the child: the grader starts a fresh sandbox for what is left.
 * ``check`` in a notebook (``--worker``): a worker started for one check. Its
   first message is the learner's function, pickled by value with what it refers
   to (``cloudpickle``: helpers from other cells, constants, classes; modules by
-  name); then it serves calls. The kernel stops it when a call overruns.
+  name); then it serves calls, each stopped after its limit of CPU time (or,
+  without a CPU-time timer, by the kernel when the limit has passed).
 
 The protocol is one JSON object per line. Grader -> child, on stdin::
 
-    {"op": "function", "name": "read_stream", "pickle": base64}   (--worker: first, once;
-                                                                  it answers {"op": "ready"})
+    {"op": "function", "name": "read_stream", "pickle": base64}   (--worker: first, once; it
+                                                answers {"op": "ready", "cpu_limit": true})
     {"op": "notebook", "cells": [source, ...], "names": [...], "values": [...], "exec_limit_s": 30}
     {"op": "calls", "name": "read_stream", "cases": [[arg, ...], ...], "limit_s": 3}
     {"op": "call", "name": "read_stream", "args": [...], "limit_s": 3}
@@ -38,7 +40,7 @@ the child: the grader sees its pipe close, and the sandbox's report says how.
 Child -> grader, on the stdout it had at start (fd 1 then points to /dev/null)::
 
     {"op": "ready", "found": [...], "cell_errors": [...], "stopped": "...",
-     "cell_used": [...], "copied": {name: [...]}}
+     "cell_used": [...], "copied": {name: [...]}, "cpu_limit": true}
     {"op": "result", "value": ..., "used": [...]}
     {"op": "raised", "type": ..., "message": ..., "where": ..., "at": [file, line], ...}
     {"op": "timeout"}  /  {"op": "exited"} (sys.exit)  /  {"op": "fetch", "last_event_id": ...}
@@ -119,12 +121,38 @@ class Wire:
 
 
 def _arm(limit_s: float | None) -> None:
+    """Stop the notebook's cells after ``limit_s`` seconds of wall time (its --timeout)."""
     if limit_s:
         signal.setitimer(signal.ITIMER_REAL, limit_s)
 
 
 def _disarm() -> None:
     signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+# One call's limit counts the CPU time this process spends (ITIMER_PROF: user plus system
+# time), not the wall clock: on a busy machine a call gets a share of a core and takes
+# longer, but only code that computes for the whole limit (an endless loop) is stopped.
+# Where the system has no such timer (Windows), the grader stops the process by its wall
+# clock instead. The "ready" message says which ("cpu_limit").
+CPU_TIMER = getattr(signal, "ITIMER_PROF", None)
+
+
+def _arm_cpu(limit_s: float | None) -> None:
+    if limit_s and CPU_TIMER is not None:
+        signal.setitimer(CPU_TIMER, limit_s)
+
+
+def _disarm_cpu() -> None:
+    if CPU_TIMER is not None:
+        signal.setitimer(CPU_TIMER, 0)
+
+
+def _catch_time_limits() -> None:
+    """Make both timers raise CallTimeout in the learner's code."""
+    signal.signal(signal.SIGALRM, _on_alarm)
+    if CPU_TIMER is not None:
+        signal.signal(signal.SIGPROF, _on_alarm)
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
@@ -146,12 +174,12 @@ def _call(
     with recorder.recording() if watch else contextlib.nullcontext():
         try:
             if use_alarm:
-                _arm(limit_s)
+                _arm_cpu(limit_s)
             try:
                 value = materialize(target(*args))
             finally:
                 if use_alarm:
-                    _disarm()
+                    _disarm_cpu()
             reply = {"op": "result", "value": to_jsonable(value)}
         except CallTimeout:
             reply = {"op": "timeout"}
@@ -327,9 +355,10 @@ def run_notebook(wire: Wire, setup: dict, catalogue: Catalogue) -> None:
             "stopped": stopped,
             "cell_used": cell_used,
             "copied": {name: names for name, names in copied.items() if names},
+            "cpu_limit": CPU_TIMER is not None,
         }
     )
-    serve(wire, found.get, use_alarm=True, recorder=recorder)
+    serve(wire, found.get, use_alarm=CPU_TIMER is not None, recorder=recorder)
 
 
 def _notebooks(wire: Wire) -> int:
@@ -360,21 +389,27 @@ def main() -> int:
     """Serve one learner's notebooks (grading, in the sandbox)."""
     guard.child_setup()  # first: the sandbox's guard sees everything after it
     wire = _own_pipes()
-    signal.signal(signal.SIGALRM, _on_alarm)
+    _catch_time_limits()
     import lessonkit.grading.exercises  # noqa: F401  the notebooks' imports, loaded once
 
     return _notebooks(wire)
 
 
 def worker_main() -> int:
-    """Serve one learner function for ``check`` (the kernel stops this process on a time-out)."""
+    """Serve one learner function for ``check``: each call stopped after its CPU-time limit.
+
+    Where there is no CPU-time timer, the kernel stops this process when a call's limit
+    has passed on its wall clock.
+    """
     wire = _own_pipes()
+    _catch_time_limits()
     first = wire.receive()
     if first is None or first.get("op") != "function":
         return 2
     fn = pickle.loads(base64.b64decode(first["pickle"]))  # sent by the learner's own kernel
-    wire.send({"op": "ready"})  # the time limits count from here, not from the start
-    serve(wire, {str(first.get("name")): fn}.get, use_alarm=False, recorder=Recorder())
+    cpu_limit = CPU_TIMER is not None
+    wire.send({"op": "ready", "cpu_limit": cpu_limit})  # the limits count from here
+    serve(wire, {str(first.get("name")): fn}.get, use_alarm=cpu_limit, recorder=Recorder())
     return 0
 
 

@@ -159,6 +159,7 @@ class LearnerHost:
         if ready.get("op") != "ready":
             channel.close()
             raise NotebookEnded("the notebook's code broke the grading process")
+        channel.counts_cpu = ready.get("cpu_limit") is True
         return ready
 
     def finish(self) -> None:

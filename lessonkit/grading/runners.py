@@ -12,9 +12,13 @@ input with either; both record the course answers the calls run into
   to -- a helper defined in another cell, a constant, a class -- and modules
   by name, so the worker imports them itself from the kernel's own
   ``sys.path`` and working folder. The time limit counts from the worker
-  saying it is ready, so a slow start on a busy machine costs no points. A call
-  that overruns its limit is stopped by killing the worker; the kernel never forks and never waits on a thread that
-  may not end. Works wherever ``subprocess`` does: Linux, macOS, Windows.
+  saying it is ready, so a slow start on a busy machine costs no points, and
+  counts the CPU time the worker spends (Linux, macOS), so a busy machine slows
+  a call but does not stop it; the worker stops a call that computes past its
+  limit and answers "timeout". A worker that stops answering (or any overrun,
+  where there is no CPU-time timer) is killed; the kernel never forks and never
+  waits on a thread that may not end. Works wherever ``subprocess`` does:
+  Linux, macOS, Windows.
 * ``in_this_process``: where no process can be started (JupyterLite's Pyodide
   kernel), or the function cannot be copied. Each call runs here under a time
   budget: ``sys.monitoring`` (Python 3.12+, Pyodide's too) calls back when a
@@ -135,6 +139,7 @@ def _start_worker(fn: Callable[..., Any]) -> Channel:
     if ready is None or ready.get("op") != "ready":
         channel.close()
         raise ChildGone(f"the worker was not ready within {WORKER_START_S:g} s")
+    channel.counts_cpu = ready.get("cpu_limit") is True
     return channel
 
 

@@ -68,6 +68,31 @@ def test_both_runners_stop_an_endless_loop_within_the_limit_and_say_so_alike():
     assert "no answer within 1 s" in worker and "look for a loop that never ends" in worker
 
 
+def test_the_worker_stops_a_call_by_the_cpu_time_it_spends_not_by_the_wall_clock():
+    # A busy machine gives a call a share of a core: it takes longer on the wall clock but
+    # spends no more CPU time. Waiting past the limit (here: sleeping) is not computing.
+    import time
+
+    def slow_but_right(chunks):
+        time.sleep(1.0)
+        return "ok", True
+
+    with runners.in_worker(slow_but_right, Mode(limit_s=0.5)) as calls:
+        [outcome] = calls([Case("x", ([b""],))])
+    assert isinstance(outcome, Returned) and outcome.value == ["ok", True], outcome
+
+
+def test_a_worker_call_that_hangs_without_computing_is_stopped_by_the_wall_clock_too():
+    import time
+
+    def hangs(chunks):
+        time.sleep(3600)
+
+    with runners.in_worker(hangs, Mode(limit_s=0.2)) as calls:
+        outcomes = calls([Case("x", ([b""],)), Case("y", ([b""],))])
+    assert [type(o) for o in outcomes] == [TimedOut]  # the batch stops at the first
+
+
 def test_a_loop_that_starts_no_new_line_is_stopped_in_this_process_too():
     def spin(chunks):
         total = 0

@@ -85,7 +85,7 @@ def jupyter_server(
             return False
 
     try:
-        wait_for(ready, timeout_s=90, what="jupyter server to start")
+        wait_for(ready, timeout_s=300, what="jupyter server to start")  # a hung start, not a speed
         yield server
     finally:
         process.terminate()
