@@ -40,7 +40,8 @@ the child: the grader sees its pipe close, and the sandbox's report says how.
 Child -> grader, on the stdout it had at start (fd 1 then points to /dev/null)::
 
     {"op": "ready", "found": [...], "cell_errors": [...], "stopped": "...",
-     "cell_used": [...], "copied": {name: [...]}, "cpu_limit": true}
+     "cell_used": [...], "copied": {name: {answer: what it holds of it}},
+     "cpu_limit": true}
     {"op": "result", "value": ..., "used": [...]}
     {"op": "raised", "type": ..., "message": ..., "where": ..., "at": [file, line], ...}
     {"op": "timeout"}  /  {"op": "exited"} (sys.exit)  /  {"op": "fetch", "last_event_id": ...}

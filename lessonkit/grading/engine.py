@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -296,6 +296,7 @@ class Report:
     stopped: str = ""  # why checking stopped early (a call that never returned)
     graded: bool = False  # True when hidden rules ran too
     integrity: tuple[str, ...] = ()  # course answers used that the exercise does not allow
+    held: tuple[tuple[str, str], ...] = ()  # (answer, what the function holds of it), not calls
     allowed_use: tuple[str, ...] = ()  # ... used, but accepted (allow_lessonkit)
     raised: tuple[str, ...] = ()  # the exception types the calls raised (MemoryError...)
 
@@ -479,14 +480,15 @@ def evaluate(
     mode: Mode = Mode(),
     *,
     plan: Plan | None = None,
-    used: Sequence[str] = (),
+    used: Sequence[str] | Mapping[str, str] = (),
 ) -> Report:
     """Return the Report of an exercise whose function ``calls`` runs on cases.
 
     Rules run in order; each fails at its first failing case. A first call that
     is NotWritten means "not attempted yet". A call that times out or ends its
     process stops everything; the remaining rules are reported as not run.
-    ``used`` adds course answers found outside the calls (a pasted copy).
+    ``used`` adds course answers found outside the calls: names, or {name: what
+    the function holds of it} (``integrity.copies``: a pasted copy, held data).
     """
     context = Evaluation(exercise, plan or Plan(exercise, mode), calls, mode)
     findings: list[Finding] = []
@@ -506,12 +508,14 @@ def evaluate(
         stop = verdict.stop
     names = dict.fromkeys([*used, *(name for o in seen for name in o.used)])
     barred = tuple(name for name in names if not _allowed(exercise, name))
+    held = used if isinstance(used, Mapping) else {}
     return Report(
         exercise,
         tuple(findings),
         stopped=stop,
         graded=mode.hidden,
         integrity=() if mode.allow_lessonkit else barred,
+        held=tuple((name, held[name]) for name in barred if name in held),
         allowed_use=barred if mode.allow_lessonkit else (),
         raised=tuple(sorted({o.error_type for o in seen if isinstance(o, Raised)})),
     )
@@ -662,7 +666,11 @@ def _shorten(text: str) -> str:
 
 
 def evaluate_answers(
-    exercise: Exercise, value: Any, mode: Mode = Mode(), *, used: Sequence[str] = ()
+    exercise: Exercise,
+    value: Any,
+    mode: Mode = Mode(),
+    *,
+    used: Sequence[str] | Mapping[str, str] = (),
 ) -> Report:
     """Return the Report of an ``Answers`` exercise from its dict in JSON form.
 

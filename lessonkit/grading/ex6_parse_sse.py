@@ -9,7 +9,8 @@ three line endings, compared with the course decoder, ``lessonkit.core.sse``.
 Points (30 in all): each conformance case 0.5 (16), the public generated
 streams 8, the hidden generated streams (drawn from the grading seed) 6. May
 use from lessonkit: nothing of the wire format (``lessonkit.sse`` is the
-course's answer; so are the conformance cases while the function runs).
+course's answer; so are the conformance cases, called while the function runs
+or held by it in any form, see ``lessonkit.grading.integrity``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ full (the input, what was expected, what came back, a hint), the other failing
 rules by name only -- under "probably for the same reason" only those whose
 failure was diagnosed as the same mistake -- the rules that were not run, and
 the rules that passed, each with its points. A hidden rule's input is never
-shown. A function that calls the course's own answer is told so first.
+shown. A function that uses the course's own answer is told so first, and how.
 
 The notebook shows the same text as a small HTML box whose edge is coloured
 like the course's other verdicts (``lessonkit.lab.views.FEEDBACK_COLOURS``, the
@@ -53,15 +53,23 @@ def _points(points: float) -> str:
 
 
 def integrity_line(report: Report) -> str:
-    """Return what to do when the function calls the course's own answer (empty if it does not)."""
+    """Return what to do when the function uses the course's own answer (empty if it does not).
+
+    It says how: the function calls the answer, or it holds a copy of its code
+    or its data (what was found is said).
+    """
     if not report.integrity:
         return ""
     first = report.integrity[0]
     more = f" (and {', '.join(report.integrity[1:])})" if len(report.integrity) > 1 else ""
-    how = report.exercise.uses_words
+    held = dict(report.held).get(first)
+    if held and not isinstance(report.exercise, Answers):
+        how = f"Your function holds {held}: while it does"
+    else:
+        how = f"While {report.exercise.uses_words}"
     return (
         f"write your own {report.exercise.own_work}; {first} is the course's answer{more}. "
-        f"While {how}, this exercise earns 0 of {report.points:g} points "
+        f"{how}, this exercise earns 0 of {report.points:g} points "
         "(the checks below ran anyway)."
     )
 

@@ -138,7 +138,7 @@ class Grading:
 
 def grade_exercise(run: NotebookRun, exercise: Exercise, grading: Grading) -> Report:
     """Return the graded Report (public and hidden rules) of one exercise in a notebook run."""
-    copied = run.copied.get(exercise.id, [])
+    copied = run.copied.get(exercise.id, {})
     if isinstance(exercise, Answers):
         value = run.value(exercise.id)
         return evaluate_answers(exercise, value, grading.mode, used=[*copied, *run.cell_used])

@@ -21,10 +21,18 @@ every check. There are three ways to hand it in, and three checks, all here:
    equal to an answer's (a pasted copy of the course's source), in the
    function, the functions and classes it names, and so on.
 3. **Holding its data.** ``copies`` also looks through what the function holds
-   (the globals it names, its closure, defaults and constants) for the
-   course's answer data: three or more of exercise 6's conformance inputs (a
-   lookup table of the cases), or exercise 3's answer key, whose texts are
-   ``KeyText`` (a dict filled from ``reference()``).
+   (the globals it names, its closure, defaults and constants, and the items
+   of the containers among them) for the course's answer data: exercise 3's
+   answer key, whose texts are ``KeyText`` (a dict filled from
+   ``reference()``), and exercise 6's conformance cases (``CaseForms``): three
+   or more of their inputs -- as bytes, as str, as hex or as a tuple of byte
+   values -- or of their expected events, as a lookup table holds them; or
+   their data file, ``lessonkit/data/sse_cases.json``: its name (a path the
+   function reads at each call) or its text.
+
+``copies`` returns each answer found with what the function holds of it ("a
+copy of its code", "the inputs of 32 of its cases (as str)"), which the
+feedback says instead of "your function calls it".
 
 Which names an exercise may use is the exercise's business (``Exercise.allowed``,
 e.g. exercise 4 may use ``lessonkit.sse``); this module reports everything. It
@@ -38,6 +46,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
 import sys
 import types
 from collections.abc import Iterator
@@ -45,7 +54,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ANSWERS", "Catalogue", "Recorder", "copies"]
+__all__ = ["ANSWERS", "CASES_FILE", "CaseForms", "Catalogue", "Recorder", "copies"]
 
 # module, the answers in it ("*": every function and method written in it), the name shown
 ANSWERS: tuple[tuple[str, tuple[str, ...] | str, str], ...] = (
@@ -68,8 +77,11 @@ ANSWERS: tuple[tuple[str, tuple[str, ...] | str, str], ...] = (
 # Writers in an answer module: building a stream is not reading one.
 NOT_ANSWERS = {"lessonkit.core.sse": ("encode", "comment", "_check_one_line")}
 MIN_COPY_BYTES = 64  # shorter bytecode may match by chance ("return self._text")
-CASES_HELD = 3  # conformance inputs a function may hold before it holds "the cases"
+CASES_HELD = 3  # conformance inputs (or outputs) a function may hold before it holds "the cases"
+CASES_FILE = "data/sse_cases.json"  # in lessonkit: the one copy of exercise 6's cases
 _COURSE = str(Path(__file__).resolve().parent.parent)  # learner code is never in here
+EX3_KEY = "lessonkit.grading.ex3_now_change_it.reference"  # the names the held data is shown by
+EX6_CASES = "lessonkit.grading.ex6_parse_sse.conformance_cases"
 
 
 class _AnswerFile:
@@ -209,13 +221,63 @@ def _fingerprints() -> dict[tuple, str]:
     return found
 
 
-def _held_data() -> tuple[frozenset[bytes], tuple[type, ...]]:
-    """Return the course's answer data: exercise 6's conformance inputs, exercise 3's key types."""
-    from lessonkit.grading import ex3_now_change_it as ex3
-    from lessonkit.grading import ex6_parse_sse as ex6
+class CaseForms:
+    """Exercise 6's conformance cases in each form a lookup table may hold them.
 
-    inputs = frozenset(case["input"] for case in ex6.conformance_cases() if len(case["input"]) > 2)
-    return inputs, (ex3.KeyText, ex3.AnswerKey)
+    ``inputs`` maps each input, written as bytes, as str (UTF-8 with U+FFFD for
+    a bad byte, or Latin-1), as hex or as a tuple of byte values, to (case
+    name, how it is written); ``events`` maps each non-empty list of expected
+    events, as a tuple of (type, data, id) tuples, to the names of the cases
+    that expect it. ``text`` is the data file's text.
+    """
+
+    def __init__(self) -> None:
+        from importlib import resources
+
+        from lessonkit.grading import ex6_parse_sse as ex6
+
+        self.inputs: dict[Any, tuple[str, str]] = {}
+        self.events: dict[tuple, set[str]] = {}
+        for case in ex6.conformance_cases():
+            data, name = case["input"], case["name"]
+            if len(data) > 2:  # shorter inputs may be anything's constant
+                self.inputs[data] = (name, "as bytes")
+                for written in (data.decode("utf-8", "replace"), data.decode("latin-1")):
+                    self.inputs.setdefault(written, (name, "as str"))
+                self.inputs.setdefault(data.hex(), (name, "as hex"))
+                self.inputs.setdefault(tuple(data), (name, "as byte values"))
+            if case["events"]:
+                self.events.setdefault(tuple(map(tuple, case["events"])), set()).add(name)
+        self.text = resources.files("lessonkit").joinpath(CASES_FILE).read_text("utf-8")
+
+    def file_sign(self, item: Any) -> str:
+        """Return what of the data file ``item`` is ("the path of ...", "the text of ..."), or ""."""
+        if isinstance(item, os.PathLike):
+            item = os.fspath(item)
+        if isinstance(item, bytes):
+            item = item.decode("utf-8", "replace")
+        if not isinstance(item, str):
+            return ""
+        if item == self.text:
+            return "the text of its data file"
+        # a path or a file name ends with it (a sentence that names the file rarely does)
+        return "the path of its data file" if item.endswith(CASES_FILE.rsplit("/")[-1]) else ""
+
+
+def _as_key(item: Any) -> Any:
+    """Return ``item`` in the hashable form ``CaseForms`` keys use, or None."""
+    if isinstance(item, (bytes, str)):
+        return item
+    if isinstance(item, (bytearray, memoryview)):
+        return bytes(item)
+    if not isinstance(item, (list, tuple)) or not 0 < len(item) <= 4096:
+        return None
+    if all(isinstance(b, int) and not isinstance(b, bool) for b in item):
+        return tuple(item)
+    if all(isinstance(e, (list, tuple)) and len(e) == 3 for e in item):
+        if all(isinstance(x, str) for e in item for x in e):
+            return tuple(tuple(e) for e in item)  # a list of (type, data, id) events
+    return None
 
 
 def _reach(value: Any, limit: int) -> Iterator[Any]:
@@ -265,37 +327,57 @@ class Catalogue:
     """
 
     def __init__(self) -> None:
-        self.fingerprints = _fingerprints()
-        self.inputs, self.key_types = _held_data()
+        from lessonkit.grading import ex3_now_change_it as ex3
 
-    def copies(self, value: Any, *, limit: int = 2000) -> list[str]:
-        """Return the course answers ``value`` holds (see ``copies``)."""
+        self.fingerprints = _fingerprints()
+        self.cases = CaseForms()
+        self.key_types = (ex3.KeyText, ex3.AnswerKey)
+
+    def copies(self, value: Any, *, limit: int = 2000) -> dict[str, str]:
+        """Return the course answers ``value`` holds, each with what it holds (see ``copies``)."""
         return _copies(self, value, limit)
 
 
-def copies(value: Any, *, limit: int = 2000) -> list[str]:
-    """Return the course answers ``value`` holds: pasted code, the cases of exercise 6, the key.
+def copies(value: Any, *, limit: int = 2000) -> dict[str, str]:
+    """Return {course answer: what ``value`` holds of it}: pasted code, exercise 6's cases, the key.
 
     ``value`` is a learner's function (or class), or exercise 3's dict of answers.
     """
     return Catalogue().copies(value, limit=limit)
 
 
-def _copies(catalogue: Catalogue, value: Any, limit: int) -> list[str]:
-    fingerprints, inputs, key_types = catalogue.fingerprints, catalogue.inputs, catalogue.key_types
-    found: dict[str, None] = {}
-    cases_held: set[bytes] = set()
+def _copies(catalogue: Catalogue, value: Any, limit: int) -> dict[str, str]:
+    fingerprints, cases = catalogue.fingerprints, catalogue.cases
+    found: dict[str, str] = {}
+    inputs: dict[str, str] = {}  # case name -> how its input is written
+    outputs: set[tuple] = set()  # expected event lists held
+    file_signs: dict[str, None] = {}
     for item in _reach(value, limit):
-        if isinstance(item, key_types):
-            found.setdefault("lessonkit.grading.ex3_now_change_it.reference")
-        elif isinstance(item, bytes) and item in inputs:
-            cases_held.add(item)
-        elif isinstance(item, types.FunctionType) and not _in_course(item):
-            for code in _codes_in(item.__code__):
-                if len(code.co_code) >= MIN_COPY_BYTES:
-                    shown = fingerprints.get(_fingerprint(code))
-                    if shown:
-                        found.setdefault(shown)
-    if len(cases_held) >= CASES_HELD:
-        found.setdefault("lessonkit.grading.ex6_parse_sse.conformance_cases")
-    return list(found)
+        if isinstance(item, catalogue.key_types):
+            found.setdefault(EX3_KEY, "its answer key")
+            continue
+        if isinstance(item, types.FunctionType):
+            if not _in_course(item):
+                for code in _codes_in(item.__code__):
+                    if len(code.co_code) >= MIN_COPY_BYTES:
+                        if shown := fingerprints.get(_fingerprint(code)):
+                            found.setdefault(shown, "a copy of its code")
+            continue
+        key = _as_key(item)
+        if key in cases.inputs:
+            name, written = cases.inputs[key]
+            inputs.setdefault(name, written)
+        elif key in cases.events:
+            outputs.add(key)
+        if sign := cases.file_sign(item):
+            file_signs.setdefault(sign)
+    held = []
+    if len(inputs) >= CASES_HELD:
+        forms = " and ".join(sorted(set(inputs.values())))
+        held.append(f"the inputs of {len(inputs)} of its cases ({forms})")
+    if len(outputs) >= CASES_HELD:
+        held.append(f"the expected events of {len(outputs)}" + ("" if held else " of its cases"))
+    held += [f"{sign}, lessonkit/{CASES_FILE}" for sign in file_signs]
+    if held:
+        found.setdefault(EX6_CASES, " and ".join(held))
+    return found

@@ -1,14 +1,17 @@
 """The classic reader mistakes as code: ``LESSON_MISTAKES`` and ``ANTHROPIC_MISTAKES``.
 
 Each mistake is a small reader that makes exactly one of the mistakes the
-lessons warn about, keyed by the ``cause`` a rule is about ("decode": each
+lessons warn about, paired with the ``cause`` a rule is about ("decode": each
 chunk decoded on its own; "while": ``if`` instead of ``while``;
 "chunk_not_event": each chunk taken for an event; "loose": a comment, the end
-marker or a field found by searching the text...). The diagnosis
+marker or a field found by searching the text...). One cause may have several
+readers, one per way learners write it: a chunk is taken for an event whole,
+or split at blank lines with no buffer carried to the next chunk (its pieces
+stripped or not), or read line by line with no buffer. The diagnosis
 (``streams.stream_diagnosis``) runs them on an input the learner's function
 failed: when one of them gives exactly what the learner's gave (the same
-value, or the same exception), the feedback names that mistake. The readers
-are the grader's own code, never the learner's; they run only on failures.
+value, or the same exception), the feedback names its cause. The readers are
+the grader's own code, never the learner's; they run only on failures.
 
 Pure: no clocks, sockets or widgets.
 """
@@ -21,7 +24,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Iterator
 
-__all__ = ["ANTHROPIC_MISTAKES", "LESSON_MISTAKES", "Slip"]
+__all__ = ["ANTHROPIC_MISTAKES", "LESSON_MISTAKES", "Mistakes", "Slip"]
 
 
 class Slip(enum.Enum):
@@ -30,6 +33,9 @@ class Slip(enum.Enum):
     PER_CHUNK = "each chunk decoded on its own"
     USE_IF = "one event per chunk: if instead of while"
     CHUNK_IS_EVENT = "each chunk taken for a whole event"
+    SPLIT_EACH_CHUNK = "each chunk split at blank lines on its own: a half event is parsed"
+    STRIP_EACH_CHUNK = "each chunk split at blank lines on its own, each piece stripped"
+    LINES_EACH_CHUNK = "each chunk read line by line on its own: a cut line is skipped"
     AT_LINE_END = "an event ends at the end of a line, not at a blank line"
     LOADS_DONE = "json.loads on the end marker too"
     REPLACE = "text = delta instead of text += delta"
@@ -43,6 +49,28 @@ class Slip(enum.Enum):
     FIND_STOP = "(Anthropic) the end found by searching the text for 'message_stop'"
 
 
+_NO_BUFFER = (
+    Slip.CHUNK_IS_EVENT,
+    Slip.SPLIT_EACH_CHUNK,
+    Slip.STRIP_EACH_CHUNK,
+    Slip.LINES_EACH_CHUNK,
+)
+
+
+def _pieces(chunk: bytes, slip: Slip) -> list[str]:
+    """Return the events a reader with no buffer takes from one chunk (the empty ones skipped)."""
+    text = chunk.decode("utf-8")
+    if slip is Slip.CHUNK_IS_EVENT:
+        pieces = [text.strip("\n")]
+    elif slip is Slip.SPLIT_EACH_CHUNK:
+        pieces = text.split("\n\n")
+    elif slip is Slip.STRIP_EACH_CHUNK:
+        pieces = [piece.strip() for piece in text.split("\n\n")]
+    else:  # LINES_EACH_CHUNK
+        pieces = text.split("\n")
+    return [piece for piece in pieces if piece]
+
+
 def _events(chunks: Iterable[bytes], slip: Slip) -> Iterator[str]:
     """Yield the events a reader sees: split at blank lines, or (mistakes) otherwise."""
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -50,10 +78,8 @@ def _events(chunks: Iterable[bytes], slip: Slip) -> Iterator[str]:
     end = "\n" if at_line_end else "\n\n"
     buffer = ""
     for chunk in chunks:
-        if slip is Slip.CHUNK_IS_EVENT:
-            text = chunk.decode("utf-8").strip("\n")
-            if text:
-                yield text
+        if slip in _NO_BUFFER:
+            yield from _pieces(chunk, slip)
             continue
         buffer += chunk.decode("utf-8") if slip is Slip.PER_CHUNK else decoder.decode(chunk)
         while end in buffer:
@@ -81,7 +107,12 @@ def _lesson(chunks: Iterable[bytes], slip: Slip) -> tuple[str, bool]:
         ):
             complete = True
             continue
-        delta = json.loads(data)["delta"]
+        try:
+            delta = json.loads(data)["delta"]
+        except ValueError:
+            if slip is not Slip.LINES_EACH_CHUNK:
+                raise
+            continue  # its way of living with the lines a cut broke: skip them
         text = delta if slip is Slip.REPLACE else text + delta
     return text, complete or slip is Slip.ALWAYS_COMPLETE
 
@@ -128,32 +159,47 @@ def _anthropic(chunks: Iterable[bytes], slip: Slip) -> tuple[str, bool, str | No
     return text, complete, stop
 
 
-def _making(reader: Callable[[Iterable[bytes], Slip], object], slip: Slip) -> Callable:
-    """Return `reader` as a function of the chunks alone, making `slip`."""
-    return functools.partial(reader, slip=slip)
+Mistakes = tuple[tuple[str, Callable[[list[bytes]], object]], ...]
+"""(cause, reader) pairs in the order the diagnosis tries them; a cause may come more than once."""
 
 
-LESSON_MISTAKES: dict[str, Callable[[list[bytes]], object]] = {
-    "decode": _making(_lesson, Slip.PER_CHUNK),
-    "while": _making(_lesson, Slip.USE_IF),
-    "chunk_not_event": _making(_lesson, Slip.CHUNK_IS_EVENT),
-    "early": _making(_lesson, Slip.AT_LINE_END),
-    "done_json": _making(_lesson, Slip.LOADS_DONE),
-    "append": _making(_lesson, Slip.REPLACE),
-    "comment": _making(_lesson, Slip.NO_COMMENTS),
-    "complete": _making(_lesson, Slip.ALWAYS_COMPLETE),
-    "loose": _making(_lesson, Slip.FIND_PING),
-    "loose-done": _making(_lesson, Slip.FIND_DONE),
-    "loose-data": _making(_lesson, Slip.FIND_DATA),
-}
+def _table(reader: Callable[..., object], slips: tuple[tuple[str, Slip], ...]) -> Mistakes:
+    """Return (cause, `reader` making the slip) for each (cause, slip), in order."""
+    return tuple((cause, functools.partial(reader, slip=slip)) for cause, slip in slips)
 
-ANTHROPIC_MISTAKES: dict[str, Callable[[list[bytes]], object]] = {
-    "decode": _making(_anthropic, Slip.PER_CHUNK),
-    "while": _making(_anthropic, Slip.USE_IF),
-    "chunk_not_event": _making(_anthropic, Slip.CHUNK_IS_EVENT),
-    "append": _making(_anthropic, Slip.REPLACE),
-    "complete": _making(_anthropic, Slip.DONE_AT_DELTA),
-    "blocks": _making(_anthropic, Slip.ANY_DELTA),
-    "loose": _making(_anthropic, Slip.FIND_PING),
-    "loose-stop": _making(_anthropic, Slip.FIND_STOP),
-}
+
+LESSON_MISTAKES: Mistakes = _table(
+    _lesson,
+    (
+        ("decode", Slip.PER_CHUNK),
+        ("while", Slip.USE_IF),
+        ("chunk_not_event", Slip.CHUNK_IS_EVENT),
+        ("early", Slip.AT_LINE_END),
+        ("done_json", Slip.LOADS_DONE),
+        ("append", Slip.REPLACE),
+        ("comment", Slip.NO_COMMENTS),
+        ("complete", Slip.ALWAYS_COMPLETE),
+        ("loose", Slip.FIND_PING),
+        ("loose-done", Slip.FIND_DONE),
+        ("loose-data", Slip.FIND_DATA),
+        # Other ways of taking chunks for events, tried last: where a mistake above
+        # gives the same answer too, the one above names the failure.
+        ("chunk_not_event", Slip.SPLIT_EACH_CHUNK),
+        ("chunk_not_event", Slip.STRIP_EACH_CHUNK),
+        ("chunk_not_event", Slip.LINES_EACH_CHUNK),
+    ),
+)
+
+ANTHROPIC_MISTAKES: Mistakes = _table(
+    _anthropic,
+    (
+        ("decode", Slip.PER_CHUNK),
+        ("while", Slip.USE_IF),
+        ("chunk_not_event", Slip.CHUNK_IS_EVENT),
+        ("append", Slip.REPLACE),
+        ("complete", Slip.DONE_AT_DELTA),
+        ("blocks", Slip.ANY_DELTA),
+        ("loose", Slip.FIND_PING),
+        ("loose-stop", Slip.FIND_STOP),
+    ),
+)

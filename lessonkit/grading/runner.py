@@ -200,7 +200,7 @@ class NotebookRun:
         self.cell_errors: list[dict] = []
         self.stopped = ""
         self.cell_used: list[str] = []
-        self.copied: dict[str, list[str]] = {}
+        self.copied: dict[str, dict[str, str]] = {}  # exercise -> {answer: what it holds}
 
     def start(self) -> None:
         """Run the cells; raise NotebookTimedOut or NotebookEnded if they cannot finish."""
@@ -211,7 +211,7 @@ class NotebookRun:
         self.cell_used = _names(ready.get("cell_used"))
         copied = ready.get("copied")
         self.copied = (
-            {str(k): _names(v) for k, v in copied.items()} if isinstance(copied, dict) else {}
+            {str(k): _held(v) for k, v in copied.items()} if isinstance(copied, dict) else {}
         )
 
     def _channel(self) -> Channel:
@@ -258,3 +258,10 @@ def _not_finished(timeout_s: float) -> str:
 
 def _names(value: object) -> list[str]:
     return [str(v)[:200] for v in value[:20]] if isinstance(value, list) else []
+
+
+def _held(value: object) -> dict[str, str]:
+    """Return {answer: what the function holds of it} from the child's "copied" entry."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k)[:200]: str(v)[:300] for k, v in list(value.items())[:20]}

@@ -20,6 +20,7 @@ from lessonkit.core.dialects import interpret
 from lessonkit.grading.codec import SHOWN_CHARS, to_jsonable
 from lessonkit.grading.engine import Case, Exercise, Outcome, Raised, Returned, Rule
 from lessonkit.grading.feedback import show_plain, type_name
+from lessonkit.grading.mistakes import Mistakes
 
 __all__ = [
     "chunks_case",
@@ -125,29 +126,29 @@ def tuple_shape(name: str, parts: Sequence[tuple[str, tuple[type, ...]]]) -> Cal
 # Which bug: the mistake read from what came back
 
 
-def stream_diagnosis(
-    dialect: str, mistakes: dict[str, Callable[[list[bytes]], Any]]
-) -> Callable[..., str | None]:
+def stream_diagnosis(dialect: str, mistakes: Mistakes) -> Callable[..., str | None]:
     """Return diagnose(case, outcome) -> cause, for a reader returning (text, complete, ...).
 
-    First the classic mistakes as code (``lessonkit.grading.mistakes``): the one
-    whose reader gives exactly what the learner's gave on this input (the same
-    value, or the same exception) names the cause. Then clues in what came
-    back: the exception type, the text json.loads choked on, a text that is
-    only the last delta (replaced, not appended) or only the first deltas of a
-    chunk holding more events (``if`` instead of ``while``).
+    First the classic mistakes as code (``lessonkit.grading.mistakes``): the
+    reader that gives exactly what the learner's gave on this input (the same
+    value, or the same exception) names the cause; when several do, the rule's
+    other cases keep those that agree with the learner there too, and the
+    first left wins. Then clues in what came back: the exception type, the
+    text json.loads choked on, a text that is only the last delta (replaced,
+    not appended) or only the first deltas of a chunk holding more events
+    (``if`` instead of ``while``).
     """
 
     def diagnose(
         case: Case, outcome: Outcome, more: Sequence[tuple[Case, Outcome]] = ()
     ) -> str | None:
         chunks = list(case.args[0])
-        alike = [c for c, m in mistakes.items() if _gives(m, chunks, outcome)]
+        alike = [(c, m) for c, m in mistakes if _gives(m, chunks, outcome)]
         for other, seen in list(more)[:MORE_CASES]:  # two mistakes alike here: the others decide
-            if len(alike) < 2:
+            if len({c for c, _ in alike}) < 2:
                 break
-            alike = [c for c in alike if _gives(mistakes[c], list(other.args[0]), seen)] or alike
-        return alike[0] if alike else _clue(chunks, outcome, dialect)
+            alike = [(c, m) for c, m in alike if _gives(m, list(other.args[0]), seen)] or alike
+        return alike[0][0] if alike else _clue(chunks, outcome, dialect)
 
     return diagnose
 
@@ -226,7 +227,7 @@ def reader_exercise(
     *,
     returns: Sequence[tuple[str, tuple[type, ...]]],
     dialect: str,
-    mistakes: dict[str, Callable[[list[bytes]], Any]],
+    mistakes: Mistakes,
     extra_hints: dict[str, str],
     allowed: tuple[str, ...],
     own_work: str,

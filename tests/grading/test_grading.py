@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from answers import buggy_reader, solved
-from classroom import RIGHT, function_from
+from classroom import MISTAKES, RIGHT, function_from
 
 from lessonkit import grading
 from lessonkit.core import llm, practice
@@ -923,6 +923,49 @@ def test_a_reader_that_parses_before_the_blank_line_is_told_so_on_a_two_piece_in
     assert "Compare the data with '[DONE]'" not in text
     same = text[text.index(feedback.ALSO_SAME) :]
     assert "complete only after [DONE] arrives" in same
+
+
+CUT_RULE = "an event cut across two chunks waits for the rest"
+CUT_HINT = "A chunk is not an event: keep a buffer and act only on events ended by a blank line."
+CUT_AFTER_ONE_BYTE = "chunks = [b'd', b'ata: {\"delta\": \"Hi\"}\\n\\ndata: [DONE]\\n\\n']"
+
+
+def _shows_the_cut_rule_first(report: engine.Report) -> None:
+    """Assert the report shows the rule about a chunk taken for an event, on a 2-piece cut."""
+    shown = report.shown
+    assert (shown.rule, shown.hint, shown.shown_input) == (CUT_RULE, CUT_HINT, CUT_AFTER_ONE_BYTE)
+    text = report_text(report)
+    assert text.count("FAILED") == 1 and f"FAILED  {CUT_RULE}" in text
+    same = text[text.index(feedback.ALSO_SAME) :]
+    assert "complete only after [DONE] arrives" in same  # failed first, for the same reason
+    assert "Compare the data with '[DONE]'" not in text and "Start with complete" not in text
+
+
+def _classroom(name: str):
+    return function_from(MISTAKES["read_stream"][name], "read_stream")
+
+
+def test_a_reader_that_splits_each_chunk_with_no_buffer_is_first_told_a_cut_event_waits():
+    result = check("read_stream", _classroom("split_each_chunk"), show=False)
+    _shows_the_cut_rule_first(result.report)  # through check(): the outcome crossed a process
+
+
+def test_a_reader_that_splits_and_strips_each_chunk_is_first_told_a_cut_event_waits():
+    _shows_the_cut_rule_first(_public("read_stream", _classroom("split_each_chunk_stripped")))
+
+
+def test_a_reader_that_parses_each_chunks_lines_with_no_buffer_is_first_told_a_cut_event_waits():
+    _shows_the_cut_rule_first(_public("read_stream", _classroom("lines_each_chunk")))
+
+
+def test_graded_feedback_of_a_reader_with_no_buffer_shows_the_same_root_bug():
+    for name in ("split_each_chunk", "split_each_chunk_stripped", "lines_each_chunk"):
+        shown = _graded("read_stream", _classroom(name)).shown
+        assert (shown.rule, shown.hint, shown.shown_input) == (
+            CUT_RULE,
+            CUT_HINT,
+            CUT_AFTER_ONE_BYTE,
+        ), name
 
 
 def test_a_function_that_never_returns_gets_the_hint_about_loops_not_the_formula():

@@ -11,11 +11,13 @@ use lessonkit.sse).
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 
 import pytest
-from classroom import LESSON_READER, function_from
+from answers import solved
+from classroom import LESSON_READER, RIGHT, function_from, solution, with_function, write
 
 from lessonkit.core import client, sse
 from lessonkit.grading import check, engine, integrity
@@ -205,7 +207,149 @@ def test_copies_finds_the_cases_held_in_a_global_and_nothing_in_an_honest_parser
 
     namespace = {"TABLE": [(c["input"], c["events"]) for c in conformance_cases()]}
     exec("def parse_sse(chunks):\n    return dict(TABLE).get(b''.join(chunks), [])", namespace)
-    assert integrity.copies(namespace["parse_sse"]) == [
+    assert list(integrity.copies(namespace["parse_sse"])) == [
         "lessonkit.grading.ex6_parse_sse.conformance_cases"
     ]
-    assert integrity.copies(_lesson_reader_by_hand) == []
+    assert integrity.copies(_lesson_reader_by_hand) == {}
+
+
+# Lookup tables of the conformance cases as learners write them: each a cell that builds
+# the table, then the function that looks the answer up (the grader sees the cells' globals).
+_CASES = (
+    "from lessonkit.grading.ex6_parse_sse import conformance_cases\nCASES = conformance_cases()\n"
+)
+_DATA_FILE = (
+    "import json\nfrom importlib import resources\n"
+    "PATH = resources.files('lessonkit').joinpath('data/sse_cases.json')\n"
+)
+HELD_TABLES = {
+    "keyed by the inputs as str": _CASES
+    + "TABLE = {c['input'].decode('utf-8', 'replace'): c['events'] for c in CASES}\n"
+    "def parse_sse(chunks):\n"
+    "    return [tuple(e) for e in TABLE.get(b''.join(chunks).decode('utf-8', 'replace'), [])]\n",
+    "keyed by the inputs' byte values": _CASES
+    + "TABLE = {tuple(c['input']): c['events'] for c in CASES}\n"
+    "def parse_sse(chunks):\n"
+    "    return [tuple(e) for e in TABLE.get(tuple(b''.join(chunks)), [])]\n",
+    "built from the data file read directly": _DATA_FILE
+    + "RAW = json.loads(PATH.read_text('utf-8'))\n"
+    "TABLE = {c['input']: c['events'] for c in RAW if 'input' in c}\n"
+    "def parse_sse(chunks):\n"
+    "    return [tuple(e) for e in TABLE.get(b''.join(chunks).decode('utf-8', 'replace'), [])]\n",
+    "of the expected events alone, keyed by length": _CASES
+    + "TABLE = {len(c['input']): c['events'] for c in CASES}\n"
+    "def parse_sse(chunks):\n"
+    "    return [tuple(e) for e in TABLE.get(len(b''.join(chunks)), [])]\n",
+    "in a default argument, keyed by hex": _CASES
+    + "def parse_sse(chunks, _table={c['input'].hex(): c['events'] for c in CASES}):\n"
+    "    return [tuple(e) for e in _table.get(b''.join(chunks).hex(), [])]\n",
+    "in a closure, keyed by str": _CASES + "def make():\n"
+    "    table = {c['input'].decode('latin-1'): c['events'] for c in CASES}\n"
+    "    def parse_sse(chunks):\n"
+    "        return [tuple(e) for e in table.get(b''.join(chunks).decode('latin-1'), [])]\n"
+    "    return parse_sse\n"
+    "parse_sse = make()\n",
+    "read from the data file at each call": "import json\nfrom importlib import resources\n"
+    "def parse_sse(chunks):\n"
+    "    cases = json.loads(resources.files('lessonkit').joinpath('data/sse_cases.json')"
+    ".read_text('utf-8'))\n"
+    "    data = b''.join(chunks).decode('utf-8', 'replace')\n"
+    "    return next((list(map(tuple, c['events'])) for c in cases if c.get('input') == data), [])\n",
+    "parsed from the data file's text at each call": _DATA_FILE + "TEXT = PATH.read_text('utf-8')\n"
+    "def parse_sse(chunks):\n"
+    "    data = b''.join(chunks).decode('utf-8', 'replace')\n"
+    "    cases = json.loads(TEXT)\n"
+    "    return next((list(map(tuple, c['events'])) for c in cases if c.get('input') == data), [])\n",
+}
+HELD_WORDS = {
+    "keyed by the inputs as str": "the inputs of 32 of its cases (as str)",
+    "keyed by the inputs' byte values": "the inputs of 32 of its cases (as byte values)",
+    "built from the data file read directly": "the inputs of 31 of its cases (as str)",
+    "of the expected events alone, keyed by length": "the expected events of 14 of its cases",
+    "in a default argument, keyed by hex": "the inputs of 32 of its cases (as hex)",
+    "in a closure, keyed by str": "the inputs of 32 of its cases (as str)",
+    "read from the data file at each call": "the path of its data file, lessonkit/data/sse_cases.json",
+    "parsed from the data file's text at each call": "the text of its data file",
+}
+
+
+def _cell_function(source: str):
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace["parse_sse"]
+
+
+@pytest.mark.parametrize("table", list(HELD_TABLES))
+def test_a_lookup_table_of_the_conformance_cases_in_any_form_scores_0_and_says_what_it_holds(
+    table,
+):
+    parse_sse = _cell_function(HELD_TABLES[table])
+    result = check("parse_sse", parse_sse, show=False, runner=in_this_process)
+    assert (result.score, result.passed, result.report.earned > 0) == (0.0, False, True)
+    first = result.feedback.splitlines()[0]
+    assert first.startswith(
+        "parse_sse: write your own parser; lessonkit.grading.ex6_parse_sse.conformance_cases "
+        "is the course's answer. Your function holds "
+    )
+    assert HELD_WORDS[table] in first and "calls it" not in first
+
+
+def test_the_flag_of_a_function_that_calls_the_cases_still_says_it_calls_them():
+    def parse_sse(chunks):
+        from lessonkit.grading.ex6_parse_sse import conformance_cases
+
+        data = b"".join(chunks)
+        return next((c["events"] for c in conformance_cases() if c["input"] == data), [])
+
+    first = check("parse_sse", parse_sse, show=False).feedback.splitlines()[0]
+    assert "While your function calls it, this exercise earns 0 of 30 points" in first
+
+
+def test_a_pasted_copy_of_the_course_code_is_told_it_holds_a_copy_not_that_it_calls_it():
+    import inspect
+
+    namespace: dict = {}
+    exec(inspect.getsource(sse), namespace)
+    decode_all = namespace["decode_all"]
+
+    def parse_sse(chunks):
+        return [(e.event, e.data, e.id) for e in decode_all(chunks)]
+
+    first = check("parse_sse", parse_sse, show=False).feedback.splitlines()[0]
+    assert "; lessonkit.sse.decode_all is the course's answer (and " in first
+    assert "Your function holds a copy of its code: while it does" in first
+    assert "calls it" not in first
+
+
+def test_honest_parsers_and_readers_hold_nothing_of_the_course():
+    parse_sse = solved("parse_sse")
+    assert integrity.copies(parse_sse) == {}
+    assert integrity.copies(solved("read_stream")) == {}
+    assert integrity.copies(function_from(RIGHT["read_stream"], "read_stream")) == {}
+    result = check("parse_sse", parse_sse, show=False)
+    assert result.passed and "course's answer" not in result.feedback
+
+
+def test_a_parser_whose_docstring_names_the_data_file_is_not_flagged():
+    def parse_sse(chunks):
+        """My parser; I compared it with the cases in lessonkit/data/sse_cases.json by hand."""
+        return solved("parse_sse")(chunks)
+
+    assert integrity.copies(parse_sse) == {}
+
+
+def test_grading_flags_a_table_of_the_cases_held_as_str_and_its_feedback_says_so(tmp_path):
+    from lessonkit import cli
+    from lessonkit.grading import grade
+
+    source = HELD_TABLES["keyed by the inputs as str"]
+    nb = with_function(solution("parse_sse"), "parse_sse", source)
+    write(tmp_path / "in" / "lee", "ex6_parse_sse.ipynb", nb)
+    out = tmp_path / "out" / "grades.csv"
+    argv = ["grade", str(tmp_path / "in"), "--out", str(out), "--seed", "3", "-j", "1"]
+    argv += ["--timeout", "20", "--feedback", str(tmp_path / "out" / "feedback")]
+    assert grade.main(cli.build_parser("grade").parse_args(argv)) == 0
+    row = next(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
+    assert (row["parse_sse"], row["flags"]) == ("0", "course-answer:parse_sse")
+    text = (tmp_path / "out" / "feedback" / "lee.txt").read_text(encoding="utf-8")
+    assert "Your function holds the inputs of 32 of its cases (as str)" in text

@@ -193,6 +193,62 @@ MISTAKES = {
                         text += json.loads(data)["delta"]
                 return text, complete
             """,
+        # no buffer: each chunk split at blank lines on its own, every piece parsed (a half
+        # event too: the [DONE] of a stream cut before its blank line reaches json.loads)
+        "split_each_chunk": """
+            import json
+
+            def read_stream(chunks):
+                text, complete = "", False
+                for chunk in chunks:
+                    for event in chunk.decode("utf-8").split("\\n\\n"):
+                        if not event or event.startswith(":"):
+                            continue
+                        data = event.removeprefix("data: ")
+                        if data == "[DONE]":
+                            complete = True
+                        else:
+                            text += json.loads(data)["delta"]
+                return text, complete
+            """,
+        # the same with each piece stripped: a [DONE] before its blank line counts
+        "split_each_chunk_stripped": """
+            import json
+
+            def read_stream(chunks):
+                text, complete = "", False
+                for chunk in chunks:
+                    for event in chunk.decode("utf-8").split("\\n\\n"):
+                        event = event.strip()
+                        if not event or event.startswith(":"):
+                            continue
+                        data = event.removeprefix("data: ")
+                        if data == "[DONE]":
+                            complete = True
+                        else:
+                            text += json.loads(data)["delta"]
+                return text, complete
+            """,
+        # no buffer: each chunk's lines parsed as they come, a line the cut broke skipped
+        "lines_each_chunk": """
+            import json
+
+            def read_stream(chunks):
+                text, complete = "", False
+                for chunk in chunks:
+                    for line in chunk.decode("utf-8").split("\\n"):
+                        if not line.startswith("data: "):
+                            continue
+                        data = line[6:]
+                        if data == "[DONE]":
+                            complete = True
+                        else:
+                            try:
+                                text += json.loads(data)["delta"]
+                            except ValueError:
+                                pass
+                return text, complete
+            """,
         # json.loads on every event: the end marker written as "DONE", not "[DONE]"
         "crash_on_done": _lesson_reader_with('if data == "[DONE]":', 'if data == "DONE":'),
         # comments found by searching the text for "ping"
