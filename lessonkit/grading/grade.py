@@ -96,7 +96,7 @@ FLAG_WORDS = {
     "wrote-outside-scratch": ("flagged", "wrote outside its scratch folder"),
     "read-other-environ": ("flagged", "read another process's environment"),
     "spawn": ("flagged", "started processes"),
-    "course-answer": ("flagged", "calls the course's answer"),
+    "course-answer": ("flagged", "uses the course's answer"),  # calls it or holds it
     "memory-limit": ("limit", "memory"),
     "cpu-limit": ("limit", "cpu time"),
     "file-size-limit": ("limit", "file size"),

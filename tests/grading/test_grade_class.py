@@ -202,7 +202,7 @@ def test_handing_the_work_to_the_course_answer_earns_nothing_and_is_flagged(grad
         "course-answer:response_times",
     ]
     assert (row["read_stream"], row["parse_sse"], row["response_times"]) == ("0", "0", "0")
-    assert row["now_change_it"] == "0" and row["status"] == "flagged: calls the course's answer"
+    assert row["now_change_it"] == "0" and row["status"] == "flagged: uses the course's answer"
     text = _feedback(graded, "eve")
     assert "write your own reader; lessonkit.client.read_stream is the course's answer" in text
     assert "write your own parser; lessonkit.sse.SSEDecoder is the course's answer" in text
