@@ -15,7 +15,7 @@ and for a learner who wants to change one); each ``*_text`` function its words. 
 explorers draw live SVG (lessonkit.lab.svg), which is fast enough to follow a slider.
 
 matplotlib is imported inside the functions, never when this module is imported, and
-``show`` draws in a helper process: matplotlib and numpy, once imported, hold about 36 MiB
+``show`` draws in a helper process: matplotlib and numpy, once imported, hold about 35 MiB
 of a kernel until it stops (bench/README.md, "Kernel memory per lesson"), and a learner's
 kernel lives for the whole lesson, beside the kernels of the other lessons and learners.
 So ``show`` hands the description to a short-lived Python process (the kernel's own
