@@ -1,11 +1,11 @@
 """What the notebooks show: explorer state per lesson, views, widgets, plots.
 
 May import: lessonkit.core, lessonkit.serve (the live demos start a local server),
-ipywidgets, IPython, anywidget, matplotlib (inside plots' functions only), httpx. Never
-lessonkit.grading. Inside lab/ imports go one way (tests/lab/test_lab_layers.py): the
-lesson modules hold each explorer's state as a pure readouts function and draw it with
-views and svg, which import no lesson module; binding and controls know no lesson;
-widgets binds controls to the lesson modules.
+ipywidgets, IPython, anywidget, matplotlib (inside plots' functions only; plots.show
+draws in a helper process), httpx. Never lessonkit.grading. Inside lab/ imports go one way
+(tests/lab/test_lab_layers.py): the lesson modules hold each explorer's state as a pure
+readouts function and draw it with views and svg, which import no lesson module; binding
+and controls know no lesson; widgets binds controls to the lesson modules.
 
     lesson01       why streaming: decode loop, timeline, stop early, idle timeouts
     lesson02       SSE on the wire: field table, wire inspector, the five-step walkthrough
@@ -17,7 +17,8 @@ widgets binds controls to the lesson modules.
     controls       the course's own slider and number box: named, keyboard, Play
     binding        bind(controls, readouts, outputs) and the twinned Explorer box
     widgets        the explorers, each bind() over its lesson's readouts; prediction pickers
-    plots          matplotlib figures and their text alternatives (the static figures)
+    plots          matplotlib figures and their text alternatives (the static figures),
+                   drawn by a helper process: the kernel keeps the PNG, not matplotlib
     measure        live timings on a real clock, warmed up first
     browser_demo   EventSource and fetch running in the learner's own page
     envcheck       the start notebook's set-up check

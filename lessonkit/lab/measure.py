@@ -23,10 +23,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import httpx
-
 from lessonkit.core.client import StreamReader
 from lessonkit.serve import proxy
+from lessonkit.serve.inprocess import http_client
 
 PROXY_MODES: dict[str, dict[str, bool]] = {
     "proxy --no-buffer": {"buffer": False},
@@ -60,7 +59,7 @@ def stream_run(base_url: str, body: Mapping, *, dialect: str = "openai") -> Run:
     reader = StreamReader(dialect)
     arrivals: list[tuple[float, int]] = []
     first_token_ms = None
-    with httpx.Client(timeout=30) as client:  # made before the clock starts (SSL set-up)
+    with http_client(timeout=30) as client:  # made before the clock starts
         start = time.perf_counter()
         with client.stream("POST", base_url + "/v1/chat/completions", json=dict(body)) as response:
             for chunk in response.iter_raw():

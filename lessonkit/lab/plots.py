@@ -14,10 +14,15 @@ Each ``plot_*`` function returns the matplotlib Figure of one description (for t
 and for a learner who wants to change one); each ``*_text`` function its words. The
 explorers draw live SVG (lessonkit.lab.svg), which is fast enough to follow a slider.
 
-matplotlib is imported inside the functions, never when this module is imported: it
-adds some 35-45 MiB to a kernel, and a lesson that draws no figure should not pay it
-(the kernel of a learner on a shared hub stays small). No pyplot: a Figure is drawn to
-PNG by its own Agg canvas and then dropped, so no figure stays alive in the kernel.
+matplotlib is imported inside the functions, never when this module is imported, and
+``show`` draws in a helper process: matplotlib and numpy, once imported, hold about 35 MiB
+of a kernel until it stops (bench/README.md, "Kernel memory per lesson"), and a learner's
+kernel lives for the whole lesson, beside the kernels of the other lessons and learners.
+So ``show`` hands the description to a short-lived Python process (the kernel's own
+interpreter and sys.path), which draws it with matplotlib and answers with the PNG bytes,
+then exits; the kernel keeps only the picture. Where no process can be started (the
+browser kernel), it draws in the kernel instead. No pyplot: a Figure is drawn to PNG by its
+own Agg canvas and then dropped, so no figure stays alive in either process.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ import base64
 import html
 import importlib.util
 import io
+import pickle
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -102,7 +110,7 @@ def show(
     if engine is None:
         engine = "matplotlib" if has_matplotlib() else "svg"
     if engine == "matplotlib":
-        return picture(draw(description), description.text)
+        return Picture(drawn_png(description), description.text)
     if engine == "svg":
         return SvgPicture(svg.figure_svg(description), description.text)
     raise ValueError(f"engine must be 'matplotlib', 'svg' or None, got {engine!r}")
@@ -118,6 +126,47 @@ def png(figure: Figure, *, dpi: int = 80) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+# The helper process: the kernel's interpreter, given the kernel's sys.path (so it imports
+# the same lessonkit and matplotlib), reads (description, dpi) pickled on stdin and writes
+# the PNG on stdout. Only the kernel writes that pickle, for its own child.
+_HELPER = (
+    "import sys; sys.path[:] = sys.argv[1:]; from lessonkit.lab import plots; plots.serve_png()"
+)
+HELPER_TIMEOUT_S = 300  # far above the 1-3 s a figure takes, so a stuck helper cannot hang a cell
+
+
+def drawn_png(description: figures.Figure, *, dpi: int = 100) -> bytes:
+    """Return the PNG bytes of a description drawn by matplotlib in a helper process.
+
+    The kernel never imports matplotlib for it (see the module docstring). What the helper
+    writes on stderr (a matplotlib warning) is written on this process's stderr. Where no
+    process can be started (the browser kernel; a hub that allows no more processes) the
+    description is drawn here instead, with the same PNG as the result.
+    """
+    if sys.platform == "emscripten":  # Pyodide: no processes
+        return png(draw(description), dpi=dpi)
+    try:
+        helper = subprocess.run(
+            [sys.executable, "-c", _HELPER, *sys.path],
+            input=pickle.dumps((description, dpi)),
+            capture_output=True,
+            timeout=HELPER_TIMEOUT_S,
+        )
+    except OSError:  # no process could be started
+        return png(draw(description), dpi=dpi)
+    if helper.stderr:
+        sys.stderr.write(helper.stderr.decode("utf-8", "replace"))
+    if helper.returncode != 0 or not helper.stdout.startswith(b"\x89PNG"):
+        raise RuntimeError(f"the helper process drawing the figure exited {helper.returncode}")
+    return helper.stdout
+
+
+def serve_png() -> None:
+    """Read a pickled (description, dpi) on stdin, write its PNG on stdout: the helper's work."""
+    description, dpi = pickle.load(sys.stdin.buffer)
+    sys.stdout.buffer.write(png(draw(description), dpi=dpi))
 
 
 # ---------------------------------------------------------------------------

@@ -33,7 +33,9 @@ meanwhile are sent at the next read, as a socket's buffer would hand them over.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json as json_module
+import ssl
 import sys
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
@@ -560,6 +562,17 @@ def running_in_process(
         NETWORK.remove(url)
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """Return the one TLS context (the CA certificates httpx trusts) the course's clients share.
+
+    httpx loads the certificates into a new context for each client or transport it makes,
+    about 1 MiB that the kernel keeps; the course's readers and proxies make many, most of
+    them for plain http on loopback, so they share this one, made when first needed.
+    """
+    return httpx.create_ssl_context()
+
+
 class CourseTransport(httpx.BaseTransport):
     """An httpx transport: in-process servers get their requests in-process, others the network."""
 
@@ -572,7 +585,9 @@ class CourseTransport(httpx.BaseTransport):
         if client is not None:
             return _handle_in_process(client, request)
         if self._network is None:
-            self._network = httpx.HTTPTransport(**self._network_options)
+            self._network = httpx.HTTPTransport(
+                **{"verify": tls_context(), **self._network_options}
+            )
         return self._network.handle_request(request)
 
     def close(self) -> None:

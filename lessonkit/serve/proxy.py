@@ -42,6 +42,7 @@ from starlette.types import Receive, Scope, Send
 from lessonkit.core import framing
 from lessonkit.serve.background import serving
 from lessonkit.serve.cli import add_bind_options, serve_forever
+from lessonkit.serve.inprocess import tls_context
 
 __all__ = ["configure_parser", "create_proxy_app", "main", "running_proxy"]
 
@@ -79,7 +80,7 @@ class PoolShards(httpx.AsyncBaseTransport):
             # a connection the upstream is closing at that moment (a spurious 502).
             keepalive_expiry=keepalive_expiry_s,
         )
-        self.ssl_context = httpx.create_ssl_context()  # made once, shared by all pools
+        self.ssl_context = tls_context()  # one for all pools (and all of the course's clients)
         self.pools: list[httpx.AsyncHTTPTransport] = []
         self.open_streams: list[int] = []  # open responses per pool
 

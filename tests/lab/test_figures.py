@@ -2,8 +2,10 @@
 
 For each figure the notebooks show: the matplotlib Figure and the SVG come from the same
 description (the same series, labels and numbers), its words state the description's
-numbers, and the SVG is well-formed, titled and coloured by the theme. Where matplotlib
-cannot be imported, show() draws the SVG and never tries matplotlib.
+numbers, and the SVG is well-formed, titled and coloured by the theme. show() draws the
+matplotlib figure in a helper process, the same PNG as drawn in the kernel (where no process
+can start, it draws in the kernel); where matplotlib cannot be imported it draws the SVG and
+never tries matplotlib.
 """
 
 from __future__ import annotations
@@ -218,3 +220,29 @@ def test_show_names_the_engines_it_knows():
         plots.show(DESCRIPTIONS["measured_vs_model"](), engine="png")
     with pytest.raises(TypeError, match="lessonkit.lab.figures"):
         svg.figure_svg("a figure")
+
+
+def test_show_draws_the_same_png_in_its_helper_process_as_drawn_here(description):
+    assert plots.show(description).png == plots.png(plots.draw(description), dpi=100)
+
+
+def test_where_no_process_can_start_show_draws_the_same_png_here(monkeypatch):
+    description = DESCRIPTIONS["idle_silences"]()
+
+    def no_processes(*args, **kwargs):
+        raise OSError("Resource temporarily unavailable")  # as fork fails at a process limit
+
+    monkeypatch.setattr(plots.subprocess, "run", no_processes)
+    assert plots.show(description).png == plots.png(plots.draw(description), dpi=100)
+
+
+def test_a_failing_helper_raises_with_its_exit_code_and_its_stderr_reaches_the_notebook(
+    monkeypatch, capfd
+):
+    description = DESCRIPTIONS["measured_vs_model"]()
+    monkeypatch.setattr(
+        plots, "_HELPER", "import sys; sys.stderr.write('no fonts here\\n'); sys.exit(3)"
+    )
+    with pytest.raises(RuntimeError, match="exited 3"):
+        plots.show(description)
+    assert "no fonts here" in capfd.readouterr().err

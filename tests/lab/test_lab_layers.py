@@ -7,8 +7,11 @@
     widgets                 the explorers: controls bound to the lesson modules
 
 An import under ``if TYPE_CHECKING:`` names a type and runs nothing, so it does not count.
-The second half checks what a notebook's imports load into the kernel: matplotlib only
-when a figure is drawn, so a lesson without a figure keeps a small kernel.
+The second half checks what a notebook's imports load into the kernel: each lesson's first
+cell (its imports, read from the notebook) loads no plotting library, no provider SDK and,
+unless that cell starts a server, no uvicorn; a figure shown with plots.show is drawn in a
+helper process, so even a lesson with figures never loads matplotlib into its kernel.
+(bench/bench_kernel_memory.py measures what each costs; these checks measure nothing.)
 """
 
 from __future__ import annotations
@@ -108,17 +111,40 @@ def _loaded_after(code: str) -> set[str]:
     return {name.split(".")[0] for name in json.loads(run.stdout.splitlines()[-1])}
 
 
-@pytest.mark.parametrize(
-    "imports",
-    [
-        "from lessonkit.lab import lesson01, plots, widgets",
-        "from lessonkit.lab import browser_demo, lesson03, plots, widgets",
-        "from lessonkit.lab import lesson02, lesson04, lesson05, measure, views",
-    ],
-)
-def test_a_lessons_imports_load_no_plotting_library_until_a_figure_is_drawn(imports):
-    loaded = _loaded_after(imports)
-    assert not loaded & {"matplotlib", "numpy", "PIL"}, loaded & {"matplotlib", "numpy", "PIL"}
+NOTEBOOKS = sorted((LAB.parents[1] / "notebooks").glob("0[0-5]_*.ipynb"))
+# What costs a kernel most (bench/README.md, "Kernel memory per lesson"): a lesson's kernel
+# holds one only from the cell that uses it. uvicorn comes with a running server, which
+# lesson 05's first cell starts (measure's proxies import it too).
+LARGE = {"matplotlib", "numpy", "PIL", "openai", "anthropic", "pydantic", "uvicorn"}
+STARTS_A_SERVER = {"05_streaming_in_the_real_world": {"uvicorn"}}
+
+
+def _first_cell_imports(notebook: Path) -> str:
+    """Return the import statements of a notebook's first code cell (its magics left out)."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    source = "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
+    code = "\n".join(line for line in source.splitlines() if not line.startswith("%"))
+    nodes = ast.parse(code).body
+    return "\n".join(ast.unparse(n) for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_lessons_first_cell_loads_no_plotting_library_sdk_or_idle_server(notebook):
+    imports = _first_cell_imports(notebook)
+    assert "lessonkit" in imports, imports
+    loaded = _loaded_after(imports) & (LARGE - STARTS_A_SERVER.get(notebook.stem, set()))
+    assert not loaded, f"{notebook.name}'s imports load {sorted(loaded)}"
+
+
+def test_showing_a_figure_draws_it_in_a_helper_and_loads_no_plotting_library_here():
+    code = (
+        "from lessonkit.lab import figures, plots\n"
+        "description = figures.measured_vs_model([342, 381], 390, [340, 380], title='t')\n"
+        "shown = plots.show(description)\n"
+        "assert shown.png.startswith(b'\\x89PNG') and shown.text == description.text\n"
+    )
+    loaded = _loaded_after(code)
+    assert not loaded & LARGE, loaded & LARGE
 
 
 def test_drawing_a_figure_loads_matplotlib_then_and_keeps_no_figure_alive():

@@ -161,3 +161,34 @@ def test_upstream_requests_spread_over_small_pools_and_are_released(server_url):
     busiest = asyncio.run(open_then_close(10))
     assert busiest == [4, 4, 2]
     assert shards.open_streams == [0, 0, 0]
+
+
+def test_the_course_clients_and_proxies_load_the_tls_certificates_once(
+    server_url, fast, monkeypatch
+):
+    # httpx loads its CA certificates into a new context (about 1 MiB that the kernel
+    # keeps) for each client it makes: lesson 05's proxy runs alone used to make nine.
+    import ssl
+
+    from lessonkit.serve.inprocess import http_client, tls_context
+
+    made = []
+    real = ssl.create_default_context
+    monkeypatch.setattr(
+        ssl, "create_default_context", lambda *a, **k: made.append(1) or real(*a, **k)
+    )
+    tls_context.cache_clear()
+    try:
+        texts = []
+        for buffer in (False, True):
+            with running_proxy(server_url, buffer=buffer) as proxy_url:
+                for _ in range(2):
+                    with http_client(timeout=30) as client:
+                        reply = client.get(
+                            proxy_url + "/v1/stream", params={**fast, "dialect": "lesson"}
+                        )
+                    texts.append(read_stream([reply.content], "lesson").text)
+    finally:
+        tls_context.cache_clear()  # later tests' clients make their own, unpatched
+    assert texts == [llm.RUNNING_ANSWER] * 4
+    assert len(made) == 1
