@@ -32,11 +32,14 @@ unexport PYTHONDONTWRITEBYTECODE
 
 setup: $(STAMP) $(SETTINGS) $(SERVER_SETTINGS)
 
+# uv compiles the bytecode at install (pip does so by itself): otherwise, where
+# PYTHONDONTWRITEBYTECODE is set, every kernel, worker and sandbox compiles its ~600
+# modules again and keeps about 24 MiB more (bench/README.md, "Kernel memory per lesson").
 $(STAMP): pyproject.toml
 	@if command -v uv >/dev/null 2>&1; then \
 		echo "Setting up $(VENV) with uv ..."; \
 		[ -x $(BIN)/python ] || uv venv --quiet --python $(PYTHON) $(VENV); \
-		uv pip install --quiet --python $(BIN)/python -e '.[dev]'; \
+		uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'; \
 	else \
 		echo "Setting up $(VENV) with pip (install uv for a 10x faster set-up) ..."; \
 		[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); \
