@@ -4,12 +4,18 @@ The page loads the JupyterLab application once; each test opens its notebook as 
 document in it and shuts that notebook's kernel down afterwards (loading the application
 for every notebook would cost seconds each). A crashed page is replaced before the next
 test. On a failing test the page's screenshot and console log go to test-artifacts/.
+Playwright's expect() waits up to labdriver.PAGE_WAIT_S here, not its own 5 s: what it
+checks mostly comes from the kernel, which a loaded machine answers late.
+
+explorer_cells opens a notebook of one explorer (or other widget) per cell, for the
+keyboard and explorer tests.
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,13 +23,30 @@ from typing import Any
 import pytest
 from labdriver import (
     CHROMIUM_ARGS,
+    EXPLORERS_IMPORT,
+    PAGE_WAIT_S,
     SCRATCH_ROOT,
     LabServer,
+    close_notebook,
+    code_cell_indices,
     launch_chromium,
     open_lab,
+    open_notebook,
+    relative_to_root,
     remove_tree,
+    run_all_and_wait,
     save_artifacts,
+    tracebacks,
+    wait_for,
+    widgets_rendered,
+    write_scratch_notebook,
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=PAGE_WAIT_S * 1000)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -82,7 +105,7 @@ class WatchedPage:
         if self.context is not None:
             self.context.close()
         self.context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
-        self.context.set_default_timeout(60_000)
+        self.context.set_default_timeout(PAGE_WAIT_S * 1000)
         self.page = self.context.new_page()
         self.crashed = False
         self.page.on("console", lambda m: self.console_lines.append(f"[{m.type}] {m.text}"))
@@ -110,3 +133,48 @@ def page(lab_page: WatchedPage, lab: LabServer, request: pytest.FixtureRequest) 
     report = getattr(request.node, "report_call", None)
     if report is None or report.failed:
         save_artifacts(lab_page.page, request.node.name, lab_page.console_lines[first_line:])
+
+
+@pytest.fixture(scope="session")
+def explorer_cells(
+    lab: LabServer, lab_page: WatchedPage, scratch_dir: Path
+) -> Callable[..., contextlib.AbstractContextManager[dict[str, Any]]]:
+    """Return explorer_cells(file name, {name: cell source}, without_widgets=names).
+
+    Used as a context manager, it writes a scratch notebook of EXPLORERS_IMPORT and then
+    one cell per source, runs it in the session's page, waits until every cell but those
+    without_widgets shows its widget, and gives name -> that cell's output area. Then it
+    closes the notebook (its kernel shut down). If the setup fails, the page's screenshot
+    and console log go to test-artifacts/ first.
+    """
+
+    @contextlib.contextmanager
+    def run(
+        file_name: str, cells: Mapping[str, str], *, without_widgets: Collection[str] = ()
+    ) -> Iterator[dict[str, Any]]:
+        notebook = write_scratch_notebook(
+            scratch_dir, file_name, [EXPLORERS_IMPORT, *cells.values()]
+        )
+        path = relative_to_root(notebook)
+        page = lab_page.page
+        with_widgets = [i + 1 for i, name in enumerate(cells) if name not in without_widgets]
+        try:
+            open_notebook(page, lab, path)
+            ran = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
+            assert not tracebacks(ran), "\n".join(tracebacks(ran))
+            wait_for(
+                lambda: widgets_rendered(page, with_widgets),
+                timeout_s=90,
+                what=f"every widget of {file_name} to render",
+            )
+        except BaseException:
+            save_artifacts(page, f"{notebook.stem}-setup", lab_page.console_lines)
+            close_notebook(page, lab, path)
+            raise
+        cell = page.locator(".jp-Notebook .jp-Cell")
+        try:
+            yield {name: cell.nth(i + 1).locator(".jp-OutputArea") for i, name in enumerate(cells)}
+        finally:
+            close_notebook(page, lab, path)
+
+    return run

@@ -14,32 +14,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 from a11y import (
     DARK,
     DARK_HIGH_CONTRAST,
     LIGHT,
     MIN_TEXT_CONTRAST,
+    Finding,
     axe_findings,
     failing,
     set_theme,
     text_contrasts,
 )
 from labdriver import (
+    PAGE_WAIT_S,
     REPO_ROOT,
     WIDGET_FAILURE_TEXTS,
-    WIDGET_MIME,
     LabServer,
-    close_notebook,
-    code_cell_indices,
-    open_notebook,
-    relative_to_root,
-    run_all_and_wait,
+    committed_widget_cells,
+    notebook_run,
     scratch_copy,
     snapshot_cells,
     tracebacks,
     wait_for,
+    widgets_rendered,
 )
 
 pytestmark = pytest.mark.browser
@@ -51,67 +49,60 @@ VIEWPORT = {"width": 1400, "height": 2400}
 REPORT = REPO_ROOT / "test-artifacts" / "accessibility"
 
 
-def widget_cells(notebook: Path) -> list[int]:
-    """Return the code cells whose committed outputs hold a widget."""
-    cells = nbformat.read(notebook, as_version=4).cells
-    return [
-        i
-        for i, c in enumerate(cells)
-        if c.cell_type == "code" and any(WIDGET_MIME in o.get("data", {}) for o in c.outputs)
-    ]
-
-
 def all_widgets_rendered(page: Any, cells_with_widgets: list[int]) -> bool:
     """True once each widget cell shows a live view and no widget is loading or failed."""
     cells = snapshot_cells(page)
     if any(text in o.text for c in cells for o in c.outputs for text in WIDGET_FAILURE_TEXTS):
         return False
-    return all(any(o.widget_views for o in cells[i].outputs) for i in cells_with_widgets)
+    return widgets_rendered(page, cells_with_widgets)
 
 
+# A hang guard, not a verdict: three axe scans of every output took 8-49 s per lesson at a
+# load average of 15 here, up to 199 s beside two CPU burners; pytest's default is 300 s.
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("notebook", LESSONS, ids=lambda p: p.name)
 def test_the_lessons_outputs_pass_axe_and_read_at_4_5_to_1_in_every_theme(
     notebook: Path, lab: LabServer, page: Any, scratch_dir: Path
 ) -> None:
     copy = scratch_copy(notebook, scratch_dir / "a11y")
-    path = relative_to_root(copy)
     problems: list[str] = []
     report: list[str] = []
+    incomplete: list[Finding] = []
     viewport = page.viewport_size
     page.set_viewport_size(VIEWPORT)
     try:
-        open_notebook(page, lab, path)
-        cells = run_all_and_wait(page, lab, path, code_cell_indices(copy))
-        assert not tracebacks(cells), "\n".join(tracebacks(cells))
-        wanted = widget_cells(notebook)
-        wait_for(
-            lambda: all_widgets_rendered(page, wanted), timeout_s=90, what="every widget to render"
-        )
-        for theme in THEMES:
-            set_theme(page, theme)
-            violations, incomplete = axe_findings(page)
-            undecided = [t for v in incomplete if v.rule == "color-contrast" for t in v.targets]
-            contrasts = text_contrasts(page, also=tuple(undecided))
-            low = [c for c in contrasts if c.ratio < MIN_TEXT_CONTRAST]
-            problems += [f"{theme}: axe {v.line()}" for v in failing(violations)]
-            problems += [
-                f"{theme}: text {c.text[:60]!r} is {c.colour} on {c.background}: {c.ratio}:1"
-                for c in low
-            ]
-            lowest = min((c.ratio for c in contrasts), default=None)
-            report.append(
-                f"{theme}: {sum(len(v.targets) for v in failing(violations))} failing nodes"
-                f" ({', '.join(sorted({v.rule for v in failing(violations)})) or 'none'}),"
-                f" {sum(len(v.targets) for v in violations)} nodes with any finding,"
-                f" {sum(len(v.targets) for v in incomplete)} incomplete"
-                f" ({', '.join(sorted({v.rule for v in incomplete})) or 'none'});"
-                f" {len(contrasts)} texts measured here (SVG, and what axe left incomplete),"
-                f" {len(low)} under {MIN_TEXT_CONTRAST}:1,"
-                f" lowest {lowest}:1"
+        with notebook_run(page, lab, copy) as cells:
+            assert not tracebacks(cells), "\n".join(tracebacks(cells))
+            wanted = committed_widget_cells(notebook)
+            wait_for(
+                lambda: all_widgets_rendered(page, wanted),
+                timeout_s=2 * PAGE_WAIT_S,
+                what="every widget to render",
             )
+            for theme in THEMES:
+                set_theme(page, theme)
+                violations, incomplete = axe_findings(page)
+                undecided = [t for v in incomplete if v.rule == "color-contrast" for t in v.targets]
+                contrasts = text_contrasts(page, also=tuple(undecided))
+                low = [c for c in contrasts if c.ratio < MIN_TEXT_CONTRAST]
+                problems += [f"{theme}: axe {v.line()}" for v in failing(violations)]
+                problems += [
+                    f"{theme}: text {c.text[:60]!r} is {c.colour} on {c.background}: {c.ratio}:1"
+                    for c in low
+                ]
+                lowest = min((c.ratio for c in contrasts), default=None)
+                report.append(
+                    f"{theme}: {sum(len(v.targets) for v in failing(violations))} failing nodes"
+                    f" ({', '.join(sorted({v.rule for v in failing(violations)})) or 'none'}),"
+                    f" {sum(len(v.targets) for v in violations)} nodes with any finding,"
+                    f" {sum(len(v.targets) for v in incomplete)} incomplete"
+                    f" ({', '.join(sorted({v.rule for v in incomplete})) or 'none'});"
+                    f" {len(contrasts)} texts measured here (SVG, and what axe left incomplete),"
+                    f" {len(low)} under {MIN_TEXT_CONTRAST}:1,"
+                    f" lowest {lowest}:1"
+                )
     finally:
         set_theme(page, LIGHT)
-        close_notebook(page, lab, path)
         page.set_viewport_size(viewport)
         REPORT.mkdir(parents=True, exist_ok=True)
         (REPORT / f"{notebook.stem}.txt").write_text("\n".join(report + problems) + "\n")

@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 from labdriver import (
+    PAGE_WAIT_S,
     REPO_ROOT,
-    WIDGET_MIME,
     ConditionTimeout,
     LabServer,
     close_notebook,
     code_cell_indices,
+    committed_widget_cells,
     open_notebook,
     relative_to_root,
     run_all_and_wait,
@@ -44,7 +44,6 @@ from lessonkit.lab import views
 pytestmark = pytest.mark.browser
 
 LESSON_04 = REPO_ROOT / "notebooks" / "04_practice_cuts_and_drops.ipynb"
-TIMEOUT_MS = 60_000
 
 # The visible text of each cell's outputs, in order (innerText leaves hidden outputs out).
 # JupyterLab skips drawing cells off screen (content-visibility), so each is scrolled to first.
@@ -78,16 +77,6 @@ def visible_outputs(page: Any) -> list[str]:
     return page.evaluate(VISIBLE_OUTPUTS_JS)
 
 
-def widget_cells(notebook: Path) -> list[int]:
-    """Return the code cells whose committed outputs hold a widget."""
-    cells = nbformat.read(notebook, as_version=4).cells
-    return [
-        i
-        for i, c in enumerate(cells)
-        if c.cell_type == "code" and any(WIDGET_MIME in o.get("data", {}) for o in c.outputs)
-    ]
-
-
 def twins_stand_in(page: Any, cells: list[int], *, stale: bool) -> list[str]:
     """Return what is wrong with the widget cells: each must show its twin, and nothing broken."""
     shown = visible_outputs(page)
@@ -117,7 +106,8 @@ def wait_for_twins(page: Any, cells: list[int], *, stale: bool, what: str) -> No
         return not last
 
     try:
-        wait_for(standing_in, timeout_s=60, what=what)
+        # A shut-down kernel is noticed when the page next asks the server about it.
+        wait_for(standing_in, timeout_s=2 * PAGE_WAIT_S, what=what)
     except ConditionTimeout:
         raise AssertionError(f"{what}:\n" + "\n".join(last)) from None
 
@@ -128,7 +118,7 @@ def save(page: Any) -> None:
     page.wait_for_function(
         "() => { const w = window.jupyterapp.shell.currentWidget;"
         " return w && w.context && !w.context.model.dirty; }",
-        timeout=TIMEOUT_MS,
+        timeout=PAGE_WAIT_S * 1000,
     )
 
 
@@ -137,12 +127,12 @@ def test_a_saved_lesson_reopened_with_a_new_kernel_shows_its_twins_twice_over(
 ) -> None:
     copy = scratch_copy(LESSON_04, scratch_dir / "comeback")
     path = relative_to_root(copy)
-    cells = widget_cells(LESSON_04)
+    cells = committed_widget_cells(LESSON_04)
     try:
         open_notebook(page, lab, path)
         shown = run_all_and_wait(page, lab, path, code_cell_indices(copy))
         assert not tracebacks(shown), "\n".join(tracebacks(shown))
-        page.wait_for_function(ALL_LIVE_JS, arg=len(cells), timeout=TIMEOUT_MS)
+        page.wait_for_function(ALL_LIVE_JS, arg=len(cells), timeout=PAGE_WAIT_S * 1000)
         save(page)
         for visit in ("first", "second"):
             close_notebook(page, lab, path)  # the tab closed, the kernel gone
@@ -186,10 +176,10 @@ def live(lab: LabServer, page: Any, scratch_dir: Path, request: Any) -> Iterator
         open_notebook(page, lab, path)
         shown = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
         assert not tracebacks(shown), "\n".join(tracebacks(shown))
-        page.wait_for_function(ALL_LIVE_JS, arg=len(WIDGET_CELLS), timeout=TIMEOUT_MS)
+        page.wait_for_function(ALL_LIVE_JS, arg=len(WIDGET_CELLS), timeout=PAGE_WAIT_S * 1000)
         for kind in ("eventsource", "fetch"):
             status = page.locator(f".lk-browser-demo-{kind} .lk-status")
-            expect(status).to_have_text("done", timeout=TIMEOUT_MS)
+            expect(status).to_have_text("done", timeout=PAGE_WAIT_S * 1000)
         yield LivePage(page, path)
     finally:
         close_notebook(page, lab, path)
@@ -208,7 +198,7 @@ def test_after_a_kernel_restart_the_demo_and_every_explorer_say_to_run_the_cell_
         "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()"
     )
     wait_for_twins(live.page, WIDGET_CELLS, stale=True, what="every widget cell says run again")
-    assert not live.page.locator(".lk-browser-demo-run").is_visible(), "Stream again still shows"
+    expect(live.page.locator(".lk-browser-demo-run")).to_be_hidden()  # no "Stream again"
 
 
 def test_after_the_kernel_is_shut_down_the_demo_and_every_explorer_say_so_too(
@@ -216,4 +206,4 @@ def test_after_the_kernel_is_shut_down_the_demo_and_every_explorer_say_so_too(
 ) -> None:
     lab.api("DELETE", f"/api/kernels/{kernel_id(live.page)}")  # what culling an idle kernel does
     wait_for_twins(live.page, WIDGET_CELLS, stale=True, what="every widget cell says run again")
-    assert not live.page.locator(".lk-browser-demo-run").is_visible(), "Stream again still shows"
+    expect(live.page.locator(".lk-browser-demo-run")).to_be_hidden()  # no "Stream again"

@@ -22,6 +22,7 @@ import pytest
 from labdriver import (
     DEMO_NEWER_RUN_DONE_JS,
     DEMO_TEXT_CHANGES_JS,
+    PAGE_WAIT_S,
     LabServer,
     assert_streamed_token_by_token,
     close_notebook,
@@ -44,6 +45,10 @@ from lessonkit.lab import browser_demo
 pytestmark = pytest.mark.browser
 
 PER_TOKEN_MS = 120  # the demo's own pace: slow enough that a busy machine cannot merge tokens
+# How long the report cell waits for the page to report (its default is 5 s for a page to
+# start, 30 s for the runs to end): the page may take longer than that to draw the demo on
+# a loaded machine, and the report would then say "no browser".
+REPORT_WAIT_S = 2 * PAGE_WAIT_S
 PANELS = ("eventsource", "fetch")
 ANSWER = llm.answer_for(llm.RUNNING_PROMPT)
 DEMO_JS = Path(browser_demo.__file__).with_name("browser_demo.js").read_text()
@@ -115,7 +120,8 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
             "    buffering, on_stop=buffering.state.proxy.close_soon))\n"
             "print('socket', server.socket_name)",
             "demo = browser_demo.BrowserStreamDemo(server)\ndemo",
-            "print(demo.browser_report())",
+            # Generous for a loaded machine: the report comes as soon as both panels finish.
+            f"print(demo.browser_report(grace_s={REPORT_WAIT_S}, timeout_s={REPORT_WAIT_S}))",
             "browser_demo.BrowserStreamDemo(buffered)",
         ],
     )
@@ -132,7 +138,7 @@ def demo_page(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[Demo
         for output in (direct, buffered):
             for kind in PANELS:
                 status = output.locator(f".lk-browser-demo-{kind} .lk-status")
-                expect(status).to_have_text("done", timeout=60_000)
+                expect(status).to_have_text("done", timeout=PAGE_WAIT_S * 1000)
         changes = page.evaluate("() => window.lkAllTextChanges")
     except BaseException:
         save_artifacts(page, "browser-demo-setup", lab_page.console_lines)
@@ -155,12 +161,14 @@ def restart_and_record(page: Any, output: Any, kind: str) -> list[tuple[float, s
     """
     for other in PANELS:  # a run still going would change the text under the observer
         status = output.locator(f".lk-browser-demo-{other} .lk-status")
-        expect(status).not_to_have_text("streaming", timeout=60_000)
+        expect(status).not_to_have_text("streaming", timeout=PAGE_WAIT_S * 1000)
     root = output.element_handle()
     before = int(output.locator(f".lk-browser-demo-{kind}").get_attribute("data-run"))
     page.evaluate(RECORD_TEXT_CHANGES_JS, [root, kind])
     output.locator(".lk-browser-demo-run").click()
-    page.wait_for_function(DEMO_NEWER_RUN_DONE_JS, arg=[root, kind, before], timeout=60_000)
+    page.wait_for_function(
+        DEMO_NEWER_RUN_DONE_JS, arg=[root, kind, before], timeout=PAGE_WAIT_S * 1000
+    )
     since_ms = page.evaluate("() => window.lkRecordingSince")
     changes = page.evaluate("() => window.lkTextChanges")
     return distinct_texts([(at_ms - since_ms, text) for at_ms, text in changes])
@@ -172,7 +180,7 @@ def test_both_panels_finish_with_the_whole_answer_when_the_demo_first_renders(
 ) -> None:
     for kind in PANELS:
         panel = getattr(demo, which).locator(f".lk-browser-demo-{kind}")
-        expect(panel.locator(".lk-status")).to_have_text("done", timeout=60_000)
+        expect(panel.locator(".lk-status")).to_have_text("done", timeout=PAGE_WAIT_S * 1000)
         expect(panel.locator(".lk-text")).to_have_text(ANSWER.text)
 
 

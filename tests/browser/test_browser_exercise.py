@@ -13,7 +13,9 @@ from typing import Any
 import nbformat
 import pytest
 from labdriver import (
+    PAGE_WAIT_S,
     REPO_ROOT,
+    ConditionTimeout,
     LabServer,
     close_notebook,
     code_cell_indices,
@@ -22,6 +24,7 @@ from labdriver import (
     run_all_and_wait,
     scratch_copy,
     tracebacks,
+    wait_for,
 )
 from playwright.sync_api import expect
 
@@ -90,12 +93,19 @@ def test_a_typed_solution_turns_the_check_from_not_attempted_to_pass(
         editor.click()
         page.keyboard.press("Control+a")
         page.keyboard.insert_text(typed)
-        in_model = page.evaluate(
-            "(i) => window.jupyterapp.shell.currentWidget.content.widgets[i]"
-            ".model.sharedModel.getSource()",
-            learner,
-        )
-        assert in_model == typed, "the editor changed what was typed (auto-indent?)"
+
+        def in_model() -> str:
+            return page.evaluate(
+                "(i) => window.jupyterapp.shell.currentWidget.content.widgets[i]"
+                ".model.sharedModel.getSource()",
+                learner,
+            )
+
+        try:  # the editor hands what was typed to the cell's model
+            wait_for(lambda: in_model() == typed, timeout_s=PAGE_WAIT_S, what="the typed code")
+        except ConditionTimeout:
+            pass  # the assertion below shows the difference
+        assert in_model() == typed, "the editor changed what was typed (auto-indent?)"
         page.keyboard.press("Shift+Enter")  # run the learner's cell
         expect(cells.nth(learner).locator(".jp-InputArea-prompt")).to_have_text(
             "[" + str(len(code_cell_indices(copy)) + 1) + "]:", timeout=60_000

@@ -12,27 +12,12 @@ import inspect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 from coursecontrols import play_button, press_key, shown_value, type_value
 from explorer_reactions import REACTIONS, moves, reaction_ms
-from labdriver import (
-    LabServer,
-    close_notebook,
-    code_cell_indices,
-    html_text,
-    normalized,
-    open_notebook,
-    relative_to_root,
-    run_all_and_wait,
-    save_artifacts,
-    snapshot_cells,
-    tracebacks,
-    wait_for,
-    write_scratch_notebook,
-)
+from labdriver import EXPLORERS, PAGE_WAIT_S, expect_slider_end, html_text, normalized, wait_for
 from playwright.sync_api import expect
 
 from lessonkit.core import practice, render
@@ -40,20 +25,10 @@ from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, views
 
 pytestmark = pytest.mark.browser
 
-TIMEOUT_MS = 30_000
-
 # One cell per test: the explorer each test drives, built the way the lessons build it.
 CELLS = {
-    "timeline_prefill": "lw.timeline_explorer()",
+    **EXPLORERS,
     "timeline_play": "lw.timeline_explorer(t_ms=0)",
-    "cancel": "lw.cancel_explorer()",
-    "decode_play": "lw.decode_loop_player()",
-    "wire": "lw.wire_inspector()",
-    "walkthrough": "lw.walkthrough_stepper()",
-    "stepper": "lw.arrival_stepper()",
-    "utf8": "lw.utf8_explorer()",
-    "drop": "lw.drop_explorer()",
-    "flicker": "lw.flicker_demo(step=1)",
     "controls_timeline": "lw.timeline_explorer()",
     "controls_cancel": "lw.cancel_explorer()",
     "controls_wire": "lw.wire_inspector()",
@@ -89,43 +64,18 @@ class ExplorerNotebook:
     """The opened notebook: the page and the output area of each named cell."""
 
     page: Any
-    cell_index: dict[str, int]
+    outputs: dict[str, Any]
 
     def output(self, name: str) -> Any:
         """Return the output area of the cell that built explorer `name`."""
-        cell = self.page.locator(".jp-Notebook .jp-Cell").nth(self.cell_index[name])
-        return cell.locator(".jp-OutputArea")
+        return self.outputs[name]
 
 
 @pytest.fixture(scope="module")
-def explorer_notebook(
-    lab: LabServer, lab_page: Any, scratch_dir: Path
-) -> Iterator[ExplorerNotebook]:
+def explorer_notebook(lab_page: Any, explorer_cells: Any) -> Iterator[ExplorerNotebook]:
     """The explorers' notebook, run once in the module's page, every widget rendered."""
-    sources = ["from lessonkit.lab import widgets as lw", *CELLS.values()]
-    notebook = write_scratch_notebook(scratch_dir, "explorers.ipynb", sources)
-    path = relative_to_root(notebook)
-    page = lab_page.page
-    try:
-        open_notebook(page, lab, path)
-        cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
-        assert not tracebacks(cells), "\n".join(tracebacks(cells))
-        explorer_cells = [i + 1 for i, name in enumerate(CELLS) if name not in HTML_CELLS]
-        wait_for(
-            lambda: all(
-                any(o.widget_views for o in cells[i].outputs)
-                for cells in [snapshot_cells(page)]
-                for i in explorer_cells
-            ),
-            timeout_s=90,
-            what="every explorer to render",
-        )
-    except BaseException:
-        save_artifacts(page, "explorers-notebook-setup", lab_page.console_lines)
-        close_notebook(page, lab, path)
-        raise
-    yield ExplorerNotebook(page, {name: i + 1 for i, name in enumerate(CELLS)})
-    close_notebook(page, lab, path)
+    with explorer_cells("explorers.ipynb", CELLS, without_widgets=HTML_CELLS) as outputs:
+        yield ExplorerNotebook(lab_page.page, outputs)
 
 
 @pytest.fixture
@@ -138,15 +88,15 @@ def expect_readouts(output: Any, prefix: str, expected: dict[str, str]) -> None:
     """Wait until each readout `.{prefix}{name}` shows exactly expected[name]."""
     for name, text in expected.items():
         readout = output.locator(f".{prefix}{name} .widget-html-content")
-        expect(readout).to_have_text(normalized(text), timeout=TIMEOUT_MS)
+        expect(readout).to_have_text(normalized(text))
 
 
 def expect_html(locator: Any, markup: str) -> None:
     """Wait until locator shows the text of markup (the HTML a pure function returned)."""
-    expect(locator).to_have_text(html_text(markup), timeout=TIMEOUT_MS)
+    expect(locator).to_have_text(html_text(markup))
 
 
-def watch_texts(locator: Any, *, until: Any, timeout_s: float = 60) -> list[str]:
+def watch_texts(locator: Any, *, until: Any, timeout_s: float = PAGE_WAIT_S) -> list[str]:
     """Return the distinct texts locator showed, in order, while polling until until() holds."""
     seen: list[str] = []
 
@@ -190,8 +140,10 @@ def timeline_shows_time_it_reads(out: Any, **params: int) -> bool:
 def test_timeline_readouts_show_the_new_ttft_and_total_when_prefill_moves(
     explorers: ExplorerNotebook,
 ) -> None:
-    out = explorers.output("timeline_prefill")
-    wait_for(lambda: timeline_shows_time_it_reads(out), timeout_s=30, what="the first frame")
+    out = explorers.output("timeline")
+    wait_for(
+        lambda: timeline_shows_time_it_reads(out), timeout_s=PAGE_WAIT_S, what="the first frame"
+    )
     plot = out.locator(".lk-timeline-plot .widget-html-content")
     before = plot.inner_html()
 
@@ -199,11 +151,11 @@ def test_timeline_readouts_show_the_new_ttft_and_total_when_prefill_moves(
 
     expected = lesson01.timeline_readouts(0, prefill_ms=500)
     ttft = out.locator(".lk-timeline-ttft .widget-html-content")
-    expect(ttft).to_have_text(expected["ttft"], timeout=TIMEOUT_MS)
+    expect(ttft).to_have_text(expected["ttft"])
     expect(out.locator(".lk-timeline-total .widget-html-content")).to_have_text(expected["total"])
     wait_for(
         lambda: timeline_shows_time_it_reads(out, prefill_ms=500),
-        timeout_s=30,
+        timeout_s=PAGE_WAIT_S,
         what="the readouts for prefill 500 ms",
     )
     view = lesson01.timeline_view(
@@ -212,7 +164,9 @@ def test_timeline_readouts_show_the_new_ttft_and_total_when_prefill_moves(
     blocking, streaming = lesson01.timeline_panes(view)
     expect(out.locator(".lk-pane-streaming")).to_contain_text(normalized(streaming))
     expect(out.locator(".lk-pane-blocking")).to_contain_text(normalized(blocking))
-    wait_for(lambda: plot.inner_html() != before, timeout_s=30, what="the plot to be redrawn")
+    wait_for(
+        lambda: plot.inner_html() != before, timeout_s=PAGE_WAIT_S, what="the plot to be redrawn"
+    )
 
 
 def test_timeline_play_moves_time_forward_and_the_screens_follow(
@@ -220,7 +174,7 @@ def test_timeline_play_moves_time_forward_and_the_screens_follow(
 ) -> None:
     out = explorers.output("timeline_play")
     t_readout = out.locator(".lk-timeline-t .widget-html-content")
-    expect(t_readout).to_have_text("t = 0 ms", timeout=TIMEOUT_MS)
+    expect(t_readout).to_have_text("t = 0 ms")
 
     play = play_button(out.locator(".lk-t-ms"))
     play.click()  # Play
@@ -231,7 +185,7 @@ def test_timeline_play_moves_time_forward_and_the_screens_follow(
     assert times == sorted(times) and len(set(times)) >= 4, f"t did not advance: {seen}"
     wait_for(
         lambda: timeline_shows_time_it_reads(out),
-        timeout_s=30,
+        timeout_s=PAGE_WAIT_S,
         what="the readouts to match the time Play reached",
     )
 
@@ -255,13 +209,13 @@ def _cancel_lines(cancel_at_ms: int, usd: float = 10.0) -> dict[str, str]:
 
 
 def test_decode_loop_play_steps_through_the_passes(explorers: ExplorerNotebook) -> None:
-    out = explorers.output("decode_play")
+    out = explorers.output("decode")
     steps = lesson01.decode_steps()
     view = out.locator(".lk-decode-view .widget-html-content")
     expected_texts = [
         html_text(lesson01.decode_readouts(i, steps=steps)["view"]) for i in range(len(steps))
     ]
-    expect(view).to_have_text(expected_texts[0], timeout=TIMEOUT_MS)
+    expect(view).to_have_text(expected_texts[0])
 
     play = play_button(out.locator(".lk-decode-pass"))
     play.click()
@@ -276,7 +230,7 @@ def test_decode_loop_play_steps_through_the_passes(explorers: ExplorerNotebook) 
         shown = int(shown_value(out.locator(".lk-decode-pass")))
         return normalized(view.text_content()) == expected_texts[shown]
 
-    wait_for(matches_slider, timeout_s=30, what="the view to show the pass on the slider")
+    wait_for(matches_slider, timeout_s=PAGE_WAIT_S, what="the view to show the pass on the slider")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,16 +241,18 @@ def test_wire_inspector_shows_the_chosen_dialects_write_and_screen(
     explorers: ExplorerNotebook,
 ) -> None:
     out = explorers.output("wire")
+    rows = lesson02.wire_rows("anthropic")
     out.locator(".lk-dialect button", has_text="anthropic").click()
+    # The box takes a typed write up to the slider's end, which the kernel sets per dialect.
+    expect_slider_end(out.locator(".lk-wire-write"), len(rows) - 1)
     type_value(out.locator(".lk-wire-write"), 4)
 
-    rows = lesson02.wire_rows("anthropic")
     row = rows[4]
     meaning = out.locator(".lk-wire-meaning .widget-html-content")
-    expect(meaning).to_contain_text(normalized(lesson02.row_summary(row)), timeout=TIMEOUT_MS)
+    expect(meaning).to_contain_text(normalized(lesson02.row_summary(row)))
     expect(meaning).to_contain_text(f"write 4 at {row.at_ms:.0f} ms")
     screen = out.locator(".lk-wire-screen .widget-html-content")
-    expect(screen).to_contain_text(normalized(repr(row.screen)), timeout=TIMEOUT_MS)
+    expect(screen).to_contain_text(normalized(repr(row.screen)))
     expect_html(out.locator(".lk-wire-view .widget-html-content"), views.inspector_html(rows, 4))
 
 
@@ -312,7 +268,7 @@ def test_walkthrough_next_and_back_buttons_change_the_step_shown(
         out.locator(".lk-walk-next").click()
         expect_html(view, views.walk_step_html(steps[number - 1]))
     screen = out.locator(".lk-walk-screen .widget-html-content")
-    expect(screen).to_contain_text(normalized(repr(steps[3].screen)), timeout=TIMEOUT_MS)
+    expect(screen).to_contain_text(normalized(repr(steps[3].screen)))
 
     out.locator(".lk-walk-back").click()
     expect_html(view, views.walk_step_html(steps[2]))
@@ -332,6 +288,7 @@ def test_arrival_stepper_follows_typed_cut_positions_and_the_step_slider(
     type_value(out.locator(".lk-arrival-step"), 2)
 
     expect_readouts(out, "lk-stepper-", _stepper_lines(wire, "10, 30", 2))
+    expect_slider_end(out.locator(".lk-arrival-step"), 3)  # the kernel's count of the arrivals
 
     press_key(out.locator(".lk-arrival-step"), "ArrowRight")
     expect_readouts(out, "lk-stepper-", _stepper_lines(wire, "10, 30", 3))
@@ -366,12 +323,14 @@ def test_drop_explorer_shows_the_text_and_complete_flag_for_the_new_drop_point(
     out = explorers.output("drop")
     wire = practice.practice_wire()
     plot = out.locator(".lk-drop-plot svg")
-    expect(plot).to_have_count(1, timeout=TIMEOUT_MS)
+    expect(plot).to_have_count(1)
     before = plot.inner_html()
 
     type_value(out.locator(".lk-drop-position"), 40)
     expect_readouts(out, "lk-drop-", _drop_expected(wire, 40))
-    wait_for(lambda: plot.inner_html() != before, timeout_s=30, what="the staircase to move")
+    wait_for(
+        lambda: plot.inner_html() != before, timeout_s=PAGE_WAIT_S, what="the staircase to move"
+    )
 
     press_key(out.locator(".lk-drop-position"), "End")
     expect_readouts(out, "lk-drop-", _drop_expected(wire, len(wire)))
@@ -396,7 +355,7 @@ def test_flicker_demo_shows_both_renderings_of_the_tokens_so_far(
     frame = frames[step - 1]
     naive = out.locator(".lk-flicker-naive .widget-html-content")
     stable = out.locator(".lk-flicker-stable .widget-html-content")
-    expect(naive).to_have_text("naive" + html_text(render.to_html(frame.naive)), timeout=TIMEOUT_MS)
+    expect(naive).to_have_text("naive" + html_text(render.to_html(frame.naive)))
     expect(stable).to_have_text("stable" + html_text(render.to_html(frame.stable)))
     n_naive = sum(f.naive_rewrote for f in frames[:step])
     n_stable = sum(f.stable_rewrote for f in frames[:step])
@@ -471,12 +430,12 @@ def test_every_control_changes_what_its_explorer_shows(
     explorers: ExplorerNotebook, cell: str, control: str, act: Any, watched: str
 ) -> None:
     out = explorers.output(cell)
-    expect(out.locator(watched).first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(out.locator(watched).first).to_be_visible()
     before = _inner(out, watched)
     act(out)
     wait_for(
         lambda: _inner(out, watched) != before,
-        timeout_s=30,
+        timeout_s=PAGE_WAIT_S,
         what=f"{control!r} to change {watched}",
     )
 
@@ -486,14 +445,14 @@ def test_the_arrival_stepper_shows_one_cutting_mode_at_a_time(explorers: Explore
     chunk, typed = out.locator(".lk-chunk-size"), out.locator(".lk-cut-positions")
     active = out.locator(".lk-cut-mode button.mod-active")
     _click_toggle(out, ".lk-cut-mode", "typed offsets")
-    expect(active).to_have_text("typed offsets", timeout=TIMEOUT_MS)
-    expect(typed).to_be_visible(timeout=TIMEOUT_MS)
-    expect(chunk).to_be_hidden(timeout=TIMEOUT_MS)
+    expect(active).to_have_text("typed offsets")
+    expect(typed).to_be_visible()
+    expect(chunk).to_be_hidden()
     _click_toggle(out, ".lk-cut-mode", "even chunks")
-    expect(active).to_have_text("even chunks", timeout=TIMEOUT_MS)
-    expect(chunk).to_be_visible(timeout=TIMEOUT_MS)
-    expect(typed).to_be_hidden(timeout=TIMEOUT_MS)
-    expect(out.locator(".lk-stepper-cuts")).to_contain_text("even chunks of", timeout=TIMEOUT_MS)
+    expect(active).to_have_text("even chunks")
+    expect(chunk).to_be_visible()
+    expect(typed).to_be_hidden()
+    expect(out.locator(".lk-stepper-cuts")).to_contain_text("even chunks of")
     _click_toggle(out, ".lk-cut-mode", "typed offsets")
 
 
@@ -512,7 +471,7 @@ def test_a_bad_typed_cut_gets_a_message(
     _click_toggle(out, ".lk-cut-mode", "typed offsets")
     _fill_and_enter(out.locator(".lk-cut-positions input"), typed)
     cuts = out.locator(".lk-stepper-cuts .widget-html-content")
-    expect(cuts).to_contain_text(message, timeout=TIMEOUT_MS)
+    expect(cuts).to_contain_text(message)
     expect(cuts).to_contain_text("none usable, so the wire arrives whole")
 
 
@@ -522,15 +481,12 @@ def test_the_utf8_explorer_keeps_the_cut_when_the_text_changes_and_shows_its_lab
     out = explorers.output("utf8")
     cut = out.locator(".lk-utf8-cut-at")
     type_value(cut, 4)
-    expect(out.locator(".lk-utf8-cut .widget-html-content")).to_contain_text(
-        "cut after byte 4", timeout=TIMEOUT_MS
-    )
-    _fill_and_enter(out.locator(".lk-utf8-text input"), "Zürich café")
-    expect(out.locator(".lk-utf8-bytes .widget-html-content")).to_contain_text(
-        "13 bytes", timeout=TIMEOUT_MS
-    )
     expect(out.locator(".lk-utf8-cut .widget-html-content")).to_contain_text("cut after byte 4")
-    assert shown_value(cut) == 4
+    _fill_and_enter(out.locator(".lk-utf8-text input"), "Zürich café")
+    expect(out.locator(".lk-utf8-bytes .widget-html-content")).to_contain_text("13 bytes")
+    expect(out.locator(".lk-utf8-cut .widget-html-content")).to_contain_text("cut after byte 4")
+    expect_slider_end(cut, 13)  # the kernel has answered the new text ...
+    assert shown_value(cut) == 4  # ... and left the cut where it was
     label = cut.locator("label")
     expect(label).to_have_text("cut after byte")
     assert label.evaluate("el => el.scrollWidth <= el.clientWidth"), "the label is cut off"
@@ -548,8 +504,10 @@ def test_the_walkthrough_buttons_are_disabled_at_the_ends(explorers: ExplorerNot
         while step_shown() != stop:
             before = step_shown()
             button.click()
-            wait_for(lambda b=before: step_shown() != b, timeout_s=30, what="the next step")
-        expect(button).to_be_disabled(timeout=TIMEOUT_MS)
+            wait_for(
+                lambda b=before: step_shown() != b, timeout_s=PAGE_WAIT_S, what="the next step"
+            )
+        expect(button).to_be_disabled()
         expect(forward if button is back else back).to_be_enabled()
 
 
@@ -572,7 +530,7 @@ def test_the_field_tables_wire_text_never_wraps_inside_a_token(
 ) -> None:
     out = explorers.output("field_table")
     wires = out.locator(".lk-field-table pre.lk-wire")
-    expect(wires.first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(wires.first).to_be_visible()
     assert wires.count() == 6
     for i in range(wires.count()):
         pre = wires.nth(i)
@@ -585,7 +543,7 @@ def test_the_field_tables_wire_text_never_wraps_inside_a_token(
 def test_the_walkthroughs_line_end_badges_are_readable(explorers: ExplorerNotebook) -> None:
     out = explorers.output("walk_step")
     badges = out.locator(".lk-line-end")
-    expect(badges.first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(badges.first).to_be_visible()
     for i in range(badges.count()):
         box = badges.nth(i).bounding_box()
         font_px = badges.nth(i).evaluate("el => parseFloat(getComputedStyle(el).fontSize)")
@@ -605,9 +563,13 @@ def test_every_explorer_redraws_its_picture_after_a_key_press_or_click(
     for name in REACTIONS:
         out = explorers.output(f"reaction {name}")
         target = out.locator(REACTIONS[name].watched).first
-        expect(target).to_be_visible(timeout=TIMEOUT_MS)
+        expect(target).to_be_visible()
         warm_up, move = moves(out, REACTIONS[name], 2)
         reaction_ms(explorers.page, target, warm_up)
         before = target.inner_html()
         reaction_ms(explorers.page, target, move)
-        assert target.inner_html() != before, f"{name}: the picture did not change"
+        wait_for(
+            lambda t=target, b=before: t.inner_html() != b,
+            timeout_s=PAGE_WAIT_S,
+            what=f"{name}: the picture to change",
+        )

@@ -4,50 +4,24 @@ One scratch notebook holds every explorer. Each test puts the focus on the explo
 first control (as Tab from the cell before would), then uses only the keyboard: Tab and
 Shift+Tab to move, the arrow keys, Home and End on a slider, Enter or Space on a button,
 typing into a box. What the page shows is compared with the explorer's readouts function.
-Every control the focus lands on must have an accessible name.
+Every control the focus lands on must have an accessible name. Where a key's effect comes
+from the kernel (a readout, a control shown or hidden, a slider's new end), the test waits
+until the page shows it before it presses the next key, as a learner sees it first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from labdriver import (
-    LabServer,
-    close_notebook,
-    code_cell_indices,
-    html_text,
-    normalized,
-    open_notebook,
-    relative_to_root,
-    run_all_and_wait,
-    save_artifacts,
-    snapshot_cells,
-    tracebacks,
-    wait_for,
-    write_scratch_notebook,
-)
+from labdriver import EXPLORERS, PAGE_WAIT_S, expect_slider_end, html_text, normalized, wait_for
 from playwright.sync_api import expect
 
 from lessonkit.core import practice, render
 from lessonkit.lab import lesson01, lesson02, lesson03, lesson04, lesson05
 
 pytestmark = pytest.mark.browser
-
-TIMEOUT_MS = 30_000
-EXPLORERS = {
-    "decode": "lw.decode_loop_player()",
-    "timeline": "lw.timeline_explorer()",
-    "cancel": "lw.cancel_explorer()",
-    "wire": "lw.wire_inspector()",
-    "walkthrough": "lw.walkthrough_stepper()",
-    "stepper": "lw.arrival_stepper()",
-    "utf8": "lw.utf8_explorer()",
-    "drop": "lw.drop_explorer()",
-    "flicker": "lw.flicker_demo(step=1)",
-}
 
 # The focused element, described: its tag, its role and the accessible name a screen reader
 # reads (aria-label, the <label> of an input, or a button's text).
@@ -85,7 +59,7 @@ class Keyboard:
 
     def tab_to(self, selector: str, *, backwards: bool = False, limit: int = 30) -> None:
         """Press Tab (or Shift+Tab) until the focus is inside `selector`."""
-        target = self.out.locator(selector).first.element_handle()
+        target = self.out.locator(selector).first  # found again at each look: no stale handle
         for _ in range(limit):
             if target.evaluate("(el) => el.contains(document.activeElement)"):
                 return
@@ -99,28 +73,10 @@ class Keyboard:
 
 
 @pytest.fixture(scope="module")
-def keyboard_notebook(lab: LabServer, lab_page: Any, scratch_dir: Path) -> Iterator[dict[str, Any]]:
+def keyboard_notebook(explorer_cells: Any) -> Iterator[dict[str, Any]]:
     """Every explorer in one notebook, run, rendered: name -> that cell's output area."""
-    sources = ["from lessonkit.lab import widgets as lw", *EXPLORERS.values()]
-    notebook = write_scratch_notebook(scratch_dir, "keyboard.ipynb", sources)
-    path = relative_to_root(notebook)
-    page = lab_page.page
-    try:
-        open_notebook(page, lab, path)
-        cells = run_all_and_wait(page, lab, path, code_cell_indices(notebook))
-        assert not tracebacks(cells), "\n".join(tracebacks(cells))
-        wait_for(
-            lambda: all(any(o.widget_views for o in c.outputs) for c in snapshot_cells(page)[1:]),
-            timeout_s=90,
-            what="every explorer to render",
-        )
-    except BaseException:
-        save_artifacts(page, "keyboard-notebook-setup", lab_page.console_lines)
-        close_notebook(page, lab, path)
-        raise
-    cell = page.locator(".jp-Notebook .jp-Cell")
-    yield {name: cell.nth(i + 1).locator(".jp-OutputArea") for i, name in enumerate(EXPLORERS)}
-    close_notebook(page, lab, path)
+    with explorer_cells("keyboard.ipynb", EXPLORERS) as outputs:
+        yield outputs
 
 
 @pytest.fixture
@@ -133,7 +89,7 @@ def readout(out: Any, css_class: str) -> Any:
 
 
 def expect_text(out: Any, css_class: str, text: str) -> None:
-    expect(readout(out, css_class)).to_have_text(normalized(text), timeout=TIMEOUT_MS)
+    expect(readout(out, css_class)).to_have_text(normalized(text))
 
 
 def test_the_decode_loop_by_keyboard(outputs: dict[str, Any], page: Any) -> None:
@@ -142,8 +98,7 @@ def test_the_decode_loop_by_keyboard(outputs: dict[str, Any], page: Any) -> None
     view = readout(out, "lk-decode-view")
 
     def shows(index: int) -> None:
-        expect(view).to_have_text(html_text(lesson01.decode_readouts(index, steps=steps)["view"]),
-                                  timeout=TIMEOUT_MS)  # fmt: skip
+        expect(view).to_have_text(html_text(lesson01.decode_readouts(index, steps=steps)["view"]))
 
     keys.start_at(".lk-decode-pass")  # the Play button comes first
     keys.tab_to(".lk-decode-pass input[type=range]")
@@ -158,7 +113,7 @@ def test_the_decode_loop_by_keyboard(outputs: dict[str, Any], page: Any) -> None
             normalized(view.text_content())
             != html_text(lesson01.decode_readouts(len(steps) - 1, steps=steps)["view"])
         ),
-        timeout_s=30,
+        timeout_s=PAGE_WAIT_S,
         what="Play to start from the beginning",
     )
     keys.press("Enter")  # Pause
@@ -171,7 +126,9 @@ def test_the_timeline_explorer_by_keyboard(outputs: dict[str, Any], page: Any) -
     expect_text(out, "lk-timeline-ttft", lesson01.timeline_readouts(400, prefill_ms=310)["ttft"])
     keys.tab_to(".lk-prefill-ms input[type=number]")
     keys.type("500")
-    expect_text(out, "lk-timeline-ttft", lesson01.timeline_readouts(400, prefill_ms=500)["ttft"])
+    at_500 = lesson01.timeline_readouts(400, prefill_ms=500)
+    expect_text(out, "lk-timeline-ttft", at_500["ttft"])
+    expect_slider_end(out.locator(".lk-t-ms"), at_500["t_max"])  # the answer ends later now
     keys.tab_to(".lk-t-ms input[type=range]")
     keys.press("End")
     end = lesson01.timeline_readouts(10**9, prefill_ms=500)
@@ -202,9 +159,10 @@ def test_the_wire_inspector_by_keyboard(outputs: dict[str, Any], page: Any) -> N
     keys.start_at(".lk-dialect")
     keys.tab_to(".lk-dialect button:has-text('anthropic')")
     keys.press("Enter")
+    last = lesson02.wire_readouts("anthropic", 10**6)
+    expect_slider_end(out.locator(".lk-wire-write"), last["last"])  # anthropic has more writes
     keys.tab_to(".lk-wire-write input[type=range]")
     keys.press("End")
-    last = lesson02.wire_readouts("anthropic", 10**6)
     expect_text(out, "lk-wire-screen", last["screen"])
     keys.press("Home")
     expect_text(out, "lk-wire-meaning", lesson02.wire_readouts("anthropic", 0)["meaning"])
@@ -217,11 +175,9 @@ def test_the_walkthrough_by_keyboard(outputs: dict[str, Any], page: Any) -> None
     keys.start_at(".lk-walkthrough")
     keys.tab_to("button.lk-walk-next")
     keys.press("Enter")
-    expect(view).to_have_text(html_text(lesson02.walkthrough_readouts(2, steps=steps)["view"]),
-                              timeout=TIMEOUT_MS)  # fmt: skip
+    expect(view).to_have_text(html_text(lesson02.walkthrough_readouts(2, steps=steps)["view"]))
     keys.press("Space")
-    expect(view).to_have_text(html_text(lesson02.walkthrough_readouts(3, steps=steps)["view"]),
-                              timeout=TIMEOUT_MS)  # fmt: skip
+    expect(view).to_have_text(html_text(lesson02.walkthrough_readouts(3, steps=steps)["view"]))
 
 
 def test_the_arrival_stepper_by_keyboard(outputs: dict[str, Any], page: Any) -> None:
@@ -233,12 +189,13 @@ def test_the_arrival_stepper_by_keyboard(outputs: dict[str, Any], page: Any) -> 
     # The kernel answers the mode change by showing the slider and hiding the offsets box.
     # A learner sees that before pressing Tab; a Tab sent sooner would land on the box that
     # is about to be hidden, and the focus would fall to the page.
-    expect(out.locator(".lk-chunk-size")).to_be_visible(timeout=TIMEOUT_MS)
-    expect(out.locator(".lk-cut-positions")).to_be_hidden(timeout=TIMEOUT_MS)
+    expect(out.locator(".lk-chunk-size")).to_be_visible()
+    expect(out.locator(".lk-cut-positions")).to_be_hidden()
     keys.tab_to(".lk-chunk-size input[type=range]")
     keys.press("ArrowLeft", 9)  # 16 -> 7 bytes
     seven = lesson03.stepper_readouts(wire, chunk_bytes=7, mode="even chunks")
     expect_text(out, "lk-stepper-cuts", seven["cuts"])
+    expect_slider_end(out.locator(".lk-arrival-step"), seven["arrivals"])  # 3 when typed
     keys.tab_to(".lk-arrival-step input[type=range]")
     keys.press("ArrowRight", 2)
     third = lesson03.stepper_readouts(wire, chunk_bytes=7, mode="even chunks", step=3)
@@ -249,7 +206,11 @@ def test_the_utf8_explorer_by_keyboard(outputs: dict[str, Any], page: Any) -> No
     out, keys = outputs["utf8"], Keyboard(page, outputs["utf8"])
     keys.start_at(".lk-utf8-text")
     keys.type("naïve")
-    expect_text(out, "lk-utf8-bytes", lesson03.utf8_readouts("naïve", 4)["bytes"])
+    naive = lesson03.utf8_readouts("naïve", 4)
+    expect_text(out, "lk-utf8-bytes", naive["bytes"])
+    # The cut slider's end follows each letter typed: once it shows the last one, no move
+    # the kernel made while the word was half typed can land after the keys below.
+    expect_slider_end(out.locator(".lk-utf8-cut-at"), naive["cut_max"])
     keys.tab_to(".lk-utf8-cut-at input[type=range]")
     keys.press("Home")
     keys.press("ArrowRight", 3)  # inside "ï"

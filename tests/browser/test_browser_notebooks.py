@@ -14,6 +14,7 @@ from typing import Any
 import nbformat
 import pytest
 from labdriver import (
+    PAGE_WAIT_S,
     REPO_ROOT,
     STDERR_MIME,
     WIDGET_FAILURE_TEXTS,
@@ -23,6 +24,8 @@ from labdriver import (
     LabServer,
     close_notebook,
     code_cell_indices,
+    committed_widget_cells,
+    notebook_run,
     open_notebook,
     relative_to_root,
     run_all_and_wait,
@@ -31,6 +34,7 @@ from labdriver import (
     tracebacks,
     wait_for,
 )
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -99,17 +103,12 @@ def test_notebook_runs_in_jupyterlab_without_errors_and_shows_its_widgets_and_fi
     notebook: Path, lab: LabServer, page: Any, scratch_dir: Path
 ) -> None:
     copy = scratch_copy(notebook, scratch_dir)
-    path = relative_to_root(copy)
     cells_in_file = nbformat.read(copy, as_version=4).cells
     allowed_to_raise = {
         i for i, c in enumerate(cells_in_file) if "raises-exception" in c.metadata.get("tags", [])
     }
     expected = expected_per_code_cell(notebook)
-    try:
-        open_notebook(page, lab, path)
-        cells = run_all_and_wait(
-            page, lab, path, code_cell_indices(copy), allowed_to_raise=allowed_to_raise
-        )
+    with notebook_run(page, lab, copy, allowed_to_raise=allowed_to_raise) as cells:
         errors = error_outputs(cells, allowed_to_raise)
         assert not errors, "\n".join(errors)
 
@@ -119,15 +118,13 @@ def test_notebook_runs_in_jupyterlab_without_errors_and_shows_its_widgets_and_fi
             return not problems or any(WIDGET_FAILURE_TEXTS[0] in line for line in problems)
 
         try:
-            wait_for(settled, timeout_s=60, what="every widget and figure to render")
+            wait_for(settled, timeout_s=2 * PAGE_WAIT_S, what="every widget and figure to render")
         except ConditionTimeout:
             pass  # the assertion below says what is missing
         missing = unrendered(snapshot_cells(page), expected)
         assert not missing, "\n".join(missing)
         errors = error_outputs(snapshot_cells(page), allowed_to_raise)
         assert not errors, "\n".join(errors)
-    finally:
-        close_notebook(page, lab, path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,15 +142,16 @@ RAW_WIDGET_REPRS = (
 COMMITTED = NOTEBOOKS + sorted((REPO_ROOT / "exercises").glob("*.ipynb"))
 
 
-def committed_widget_cells(notebook_path: Path) -> list[int]:
-    """Return the indices of the code cells whose committed outputs include a widget."""
-    notebook = nbformat.read(notebook_path, as_version=4)
-    return [
-        i
-        for i, cell in enumerate(notebook.cells)
-        if cell.cell_type == "code"
-        and any(WIDGET_MIME in o.get("data", {}) for o in cell.get("outputs", []))
-    ]
+def twins_missing(cells: list[CellView], widget_cells: list[int]) -> list[str]:
+    """Return a line per widget cell that does not show its twin (or the demo's repr)."""
+    lines = []
+    for index in widget_cells:
+        shown = " ".join(o.text for o in cells[index].outputs) if index < len(cells) else ""
+        if "Run this cell" not in shown and "BrowserStreamDemo(" not in shown:
+            lines.append(
+                f"cell {index} shows {shown[:200]!r}: a widget's twin should say how to open it"
+            )
+    return lines
 
 
 @pytest.mark.parametrize("notebook", COMMITTED, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -163,15 +161,20 @@ def test_a_committed_notebook_opened_before_running_shows_no_raw_widget_repr(
     copy = scratch_copy(notebook, scratch_dir / "as-committed", clear_outputs=False)
     path = relative_to_root(copy)
     widget_cells = committed_widget_cells(notebook)
+    n_cells = len(nbformat.read(copy, as_version=4).cells)
     try:
         open_notebook(page, lab, path)
-        n_cells = len(nbformat.read(copy, as_version=4).cells)
-        wait_for(
-            lambda: len(snapshot_cells(page)) == n_cells,
-            timeout_s=60,
-            what="every committed cell to be shown",
-        )
+
+        def drawn() -> bool:
+            cells = snapshot_cells(page)
+            return len(cells) == n_cells and not twins_missing(cells, widget_cells)
+
+        try:
+            wait_for(drawn, timeout_s=PAGE_WAIT_S, what="every committed cell and twin shown")
+        except ConditionTimeout:
+            pass  # the assertions below say what is missing
         cells = snapshot_cells(page)
+        assert len(cells) == n_cells, f"the page shows {len(cells)} of {n_cells} cells"
         raw = [
             f"cell {c.index}: {text!r} in {o.text[:160]!r}"
             for c in cells
@@ -180,11 +183,8 @@ def test_a_committed_notebook_opened_before_running_shows_no_raw_widget_repr(
             if text in o.text
         ]
         assert not raw, "\n".join(raw)
-        for index in widget_cells:
-            shown = " ".join(o.text for o in cells[index].outputs)
-            assert "Run this cell" in shown or "BrowserStreamDemo(" in shown, (
-                f"cell {index} shows {shown[:200]!r}: a widget's twin should say how to open it"
-            )
+        missing = twins_missing(cells, widget_cells)
+        assert not missing, "\n".join(missing)
     finally:
         close_notebook(page, lab, path)
 
@@ -195,6 +195,8 @@ def test_a_committed_notebook_opened_before_running_shows_no_raw_widget_repr(
 LESSON_04 = REPO_ROOT / "notebooks" / "04_practice_cuts_and_drops.ipynb"
 # What each "now change it" run prints that gives its answer away.
 ANSWERS = ("UnicodeDecodeError", "'' complete=False", "dropped after 40 bytes")
+TWIN = "Run this cell after you have picked a prediction"  # a run's twin, before it runs
+PICK_FIRST = "Pick a prediction above"  # a run's box, run but not shown yet
 
 
 def _reveal_texts(page: Any) -> list[str]:
@@ -212,15 +214,24 @@ def test_predict_first_hides_each_run_until_a_prediction_is_picked(
     try:
         # As committed: the pickers and the runs show twins, and no answer.
         open_notebook(page, lab, path)
-        wait_for(lambda: len(snapshot_cells(page)) > 20, timeout_s=60, what="the cells")
-        reveal_cells = [
-            c for c in snapshot_cells(page) if c.is_code and "reveal_after(" in c.source
-        ]
-        assert len(reveal_cells) == 3
-        for cell in reveal_cells:
-            shown = " ".join(o.text for o in cell.outputs)
-            assert "Run this cell after you have picked a prediction" in shown
-            assert not any(answer in shown for answer in ANSWERS), shown
+
+        def reveal_cells() -> list[CellView]:
+            return [c for c in snapshot_cells(page) if c.is_code and "reveal_after(" in c.source]
+
+        def shown(cell: CellView) -> str:
+            return " ".join(o.text for o in cell.outputs)
+
+        wait_for(
+            lambda: (
+                len(snapshot_cells(page)) > 20 and all(TWIN in shown(c) for c in reveal_cells())
+            ),
+            timeout_s=PAGE_WAIT_S,
+            what="the cells and the runs' twins",
+        )
+        assert len(reveal_cells()) == 3
+        for cell in reveal_cells():
+            assert TWIN in shown(cell)
+            assert not any(answer in shown(cell) for answer in ANSWERS), shown(cell)
         notebook_text = " ".join(
             o.text for c in snapshot_cells(page) for o in c.outputs if "reveal" not in c.source
         )
@@ -229,20 +240,22 @@ def test_predict_first_hides_each_run_until_a_prediction_is_picked(
         # Run: still hidden until a prediction is picked; then the run appears with a verdict.
         cells = run_all_and_wait(page, lab, path, code_cell_indices(committed))
         assert not tracebacks(cells), "\n".join(tracebacks(cells))
-        wait_for(lambda: len(_reveal_texts(page)) == 3, timeout_s=60, what="the three reveals")
+        wait_for(
+            lambda: (
+                len(texts := _reveal_texts(page)) == 3 and all(PICK_FIRST in text for text in texts)
+            ),
+            timeout_s=PAGE_WAIT_S,
+            what="the three reveals, each asking for a prediction",
+        )
         for text in _reveal_texts(page):
-            assert "Pick a prediction above" in text
+            assert PICK_FIRST in text
             assert not any(answer in text for answer in ANSWERS), text
         picker = page.locator(".lk-prediction-1 select")
         picker.select_option(label="1000 bytes: whole text; 5 bytes: UnicodeDecodeError")
         first = page.locator(".lk-reveal").nth(0)
-        wait_for(
-            lambda: "UnicodeDecodeError" in (first.text_content() or ""),
-            timeout_s=30,
-            what="the first run to show once a prediction is picked",
-        )
-        assert "your prediction matches" in (first.text_content() or "")
+        expect(first).to_contain_text("UnicodeDecodeError")  # the kernel shows the run ...
+        expect(first).to_contain_text("your prediction matches")  # ... and the verdict
         others = _reveal_texts(page)[1:]
-        assert all("Pick a prediction above" in text for text in others), others
+        assert all(PICK_FIRST in text for text in others), others
     finally:
         close_notebook(page, lab, path)

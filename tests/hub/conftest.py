@@ -9,6 +9,9 @@ remote   a fresh browser context per test (own cookies, so own user) whose page 
          log go to test-artifacts/hub/ when the test fails.
 timings  a dict each test adds to: printed at the end, written to test-artifacts/hub/.
 
+Playwright's expect() waits up to labdriver.PAGE_WAIT_S here, not its own 5 s: what it
+checks comes from a kernel behind the hub, which a loaded machine answers late.
+
 Run in a pytest process of its own (`make hub`), like tests/browser: Playwright's sync
 API keeps an event loop in the main thread.
 """
@@ -34,7 +37,7 @@ from hubdriver import (
     course_files,
     prepare_home,
 )
-from labdriver import launch_chromium
+from labdriver import PAGE_WAIT_S, launch_chromium
 
 TIMINGS = pytest.StashKey[dict[str, Any]]()
 
@@ -48,6 +51,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=PAGE_WAIT_S * 1000)
     shutil.rmtree(ARTIFACTS, ignore_errors=True)  # this run's artifacts only
     config.stash[TIMINGS] = {"session_started_monotonic": time.monotonic()}
 

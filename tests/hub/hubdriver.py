@@ -49,6 +49,7 @@ import processes
 import psutil
 from labdriver import (
     CHROMIUM_ARGS,
+    PAGE_WAIT_S,
     REPO_ROOT,
     ConditionTimeout,
     JupyterRest,
@@ -520,7 +521,7 @@ class RemotePage:
     def open(cls, browser: Any) -> RemotePage:
         """Return a new context and page; loopback requests and WebSockets are aborted."""
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(60_000)
+        context.set_default_timeout(PAGE_WAIT_S * 1000)
         remote = cls(context)
 
         def abort_loopback(route: Any) -> None:

@@ -66,7 +66,9 @@ from lessonkit.core import llm, sse
 from lessonkit.lab.browser_demo import DEMO_PER_TOKEN_MS
 from lessonkit.serve.jupyter_route import ROUTE
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+# A hang guard, not a verdict: a learner's test took 33-41 s here at a load average of 15,
+# and its own waits (the login and spawn alone may take 300 s) come first on a busier one.
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 USERS = ("alice", "bob")
 PANELS = ("eventsource", "fetch")
@@ -168,7 +170,7 @@ def check_lesson_03(
     demo = page.locator(".jp-Notebook .jp-Cell").nth(cell_index(LESSON_03, "BrowserStreamDemo("))
     for kind in PANELS:
         panel = demo.locator(f".lk-browser-demo-{kind}")
-        expect(panel.locator(".lk-status")).to_have_text("done", timeout=30_000)
+        expect(panel.locator(".lk-status")).to_have_text("done")
         expect(panel.locator(".lk-text")).to_have_text(ANSWER)
     changes = page.evaluate("() => window.lkAllTextChanges")
     for kind in PANELS:

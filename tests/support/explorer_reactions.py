@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coursecontrols import press_key
-from labdriver import wait_for
+from labdriver import PAGE_WAIT_S, wait_for
 
 GOAL_MEDIAN_MS = 100  # a reaction a learner does not notice as a delay
 
@@ -95,7 +95,9 @@ def settle(locator: Any, *, quiet_s: float = 0.15, timeout_s: float = 10) -> Non
                 return
 
 
-def reaction_ms(page: Any, target: Any, act: Callable[[], None], *, timeout_s: float = 30) -> float:
+def reaction_ms(
+    page: Any, target: Any, act: Callable[[], None], *, timeout_s: float = PAGE_WAIT_S
+) -> float:
     """Return the ms from the move `act` to target's new picture on screen; raise after timeout_s."""
     page.evaluate(ARM_JS, target.element_handle())
     act()

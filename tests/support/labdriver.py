@@ -6,10 +6,13 @@ workspace folders in a temporary directory, and notebooks are opened from scratc
 copies so a browser run never rewrites a committed notebook.
 
 Every wait polls for a condition with a deadline; no sleep stands in for a condition.
+What the page shows after a kernel's answer (a widget message's round trip) is waited for
+up to PAGE_WAIT_S, and only then is the next key pressed or the next thing checked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,7 +22,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -57,6 +60,14 @@ MISSING_BROWSER_HELP = (
 WIDGET_FAILURE_TEXTS = ("Error displaying widget", "Loading widget...")
 STDERR_MIME = "application/vnd.jupyter.stderr"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+# The deadline of a wait for what the page shows once the kernel has answered (a readout
+# after a key press, a slider's new end, a widget rendered): under a second on a quiet
+# machine, seconds on a CI machine with two cores shared by other test stages and two CPU
+# burners. Every such wait ends as soon as its condition holds; this is only how long a
+# test keeps trying before it says what it last saw. Also the pages' default timeout and
+# that of Playwright's expect() (tests/browser/conftest.py, tests/hub/conftest.py).
+PAGE_WAIT_S = 60
 
 T = TypeVar("T")
 
@@ -516,6 +527,16 @@ def click_menu(page: Any, menu: str, item: str) -> None:
     page.locator(f".lm-Menu-itemLabel:text-is('{item}')").click()
 
 
+def committed_widget_cells(notebook_path: Path) -> list[int]:
+    """Return the indices of the code cells whose committed outputs include a widget."""
+    cells = nbformat.read(notebook_path, as_version=4).cells
+    return [
+        i
+        for i, c in enumerate(cells)
+        if c.cell_type == "code" and any(WIDGET_MIME in o.get("data", {}) for o in c.outputs)
+    ]
+
+
 def code_cell_indices(notebook_path: Path) -> list[int]:
     """Return the indices of the code cells a Run All executes (JupyterLab skips empty ones)."""
     cells = nbformat.read(notebook_path, as_version=4).cells
@@ -557,6 +578,38 @@ def run_all_and_wait(
     return snapshot_cells(page)
 
 
+@contextlib.contextmanager
+def notebook_run(
+    page: Any,
+    server: LabServer,
+    notebook: Path,
+    *,
+    allowed_to_raise: frozenset[int] | set[int] = frozenset(),
+) -> Iterator[list[CellView]]:
+    """Open notebook (a file under the root) alone, Run All; yield the cells once all ran.
+
+    As run_all_and_wait: the cells come back as soon as one raises (outside
+    allowed_to_raise). Afterwards, also when the block fails, the notebook is closed and
+    its kernel shut down.
+    """
+    path = relative_to_root(notebook)
+    try:
+        open_notebook(page, server, path)
+        yield run_all_and_wait(
+            page, server, path, code_cell_indices(notebook), allowed_to_raise=allowed_to_raise
+        )
+    finally:
+        close_notebook(page, server, path)
+
+
+def widgets_rendered(page: Any, cell_indices: Collection[int]) -> bool:
+    """True once each of the cells shows a live widget view among its outputs."""
+    cells = snapshot_cells(page)
+    return all(
+        i < len(cells) and any(o.widget_views for o in cells[i].outputs) for i in cell_indices
+    )
+
+
 def save_artifacts(page: Any, name: str, console_lines: list[str]) -> list[Path]:
     """Save a full-page screenshot and the console log of page under test-artifacts/."""
     ARTIFACTS_DIR.mkdir(exist_ok=True)
@@ -581,6 +634,35 @@ def remove_tree(path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # Widgets in the page
+
+
+# One cell per explorer of lessonkit.lab.widgets, built the way the lessons build it, after
+# EXPLORERS_IMPORT: the keyboard test and the explorer test each run a notebook of these
+# (tests/browser/conftest.py, explorer_cells), each module a notebook of its own.
+EXPLORERS_IMPORT = "from lessonkit.lab import widgets as lw"
+EXPLORERS = {
+    "decode": "lw.decode_loop_player()",
+    "timeline": "lw.timeline_explorer()",
+    "cancel": "lw.cancel_explorer()",
+    "wire": "lw.wire_inspector()",
+    "walkthrough": "lw.walkthrough_stepper()",
+    "stepper": "lw.arrival_stepper()",
+    "utf8": "lw.utf8_explorer()",
+    "drop": "lw.drop_explorer()",
+    "flicker": "lw.flicker_demo(step=1)",
+}
+
+
+def expect_slider_end(control: Any, end: int) -> None:
+    """Wait until a course slider (its locator, e.g. out.locator(".lk-t-ms")) ends at `end`.
+
+    An explorer's kernel moves a slider's end after it has written the readouts (bind
+    writes in the readouts' order), and End, Home and the arrow keys stop at the end the
+    page has: a key pressed before the kernel's new end arrived would stop at the old one.
+    """
+    from playwright.sync_api import expect
+
+    expect(control.locator("input[type=range]")).to_have_attribute("max", str(end))
 
 
 def set_slider(slider: Any, value: float) -> None:
