@@ -3,7 +3,10 @@
 Each notebook is opened in the site (its own Pyodide kernel), cleared and run with Run All
 Cells, as a learner does: no error output. That covers the lessons' live server (in-process
 there), raw bytes, cancelled streams, figures (drawn as SVG: no matplotlib offline), lesson
-03's demo cells and the cells whose stored full-edition results are shown instead.
+03's demo cells and the cells whose stored full-edition results are shown instead. Then, in
+the same page and kernel, the first control of every explorer the notebook shows is moved
+as a learner moves it, and the explorer must show what its pure readouts function says
+(tests/lite/explorer_moves.py reads which explorers a notebook has from its cells).
 
 check() in the browser kernel must give what it gives in JupyterLab, word for word: the
 solution's full marks, a known wrong answer's points and hint, the course-answer notice,
@@ -14,19 +17,34 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
+from dataclasses import dataclass
+from typing import Any
 
+import explorer_moves
 import nbformat
 import pytest
 from answers import solved
 from classroom import MISTAKES
-from labdriver import REPO_ROOT, STDERR_MIME, code_cell_indices, tracebacks
+from labdriver import (
+    REPO_ROOT,
+    STDERR_MIME,
+    CellView,
+    ConditionTimeout,
+    code_cell_indices,
+    save_artifacts,
+    tracebacks,
+    wait_for,
+)
 from litesite import clear_and_run_all, execute, open_notebook
+from playwright.sync_api import expect
 from survey import SHUT_DOWN_KERNELS_JS
 
 pytestmark = pytest.mark.browser
 
 RUN_ALL_DEADLINE_S = 600.0  # only stops a hung page; the times are printed, not judged
 OPEN_DEADLINE_S = 600.0
+VIEW_TIMEOUT_MS = 60_000  # for one explorer to show a view; it takes well under a second
 
 LESSONS = sorted(p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.glob("notebooks/*.ipynb"))
 EXERCISES = sorted(p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.glob("exercises/*.ipynb"))
@@ -41,17 +59,106 @@ def fresh_page(lite_page):
     return lite_page
 
 
-@pytest.mark.parametrize("path", RUN_ALL)
-def test_run_all_gives_no_error_output_in_the_browser_kernel(fresh_page, times, path):
-    page = fresh_page.page
-    open_notebook(page, path, timeout_s=OPEN_DEADLINE_S)
-    code = code_cell_indices(REPO_ROOT / path)
-    cells, seconds = clear_and_run_all(page, path, code, timeout_s=RUN_ALL_DEADLINE_S)
+@dataclass(frozen=True)
+class RanNotebook:
+    """One notebook after Run All in a kernel of its own, still open in the session's page."""
+
+    path: str
+    code: list[int]  # the indices of its code cells
+    cells: list[CellView]  # the page's cells once all ran
+
+
+@pytest.fixture(scope="module", params=RUN_ALL)
+def ran_all(request, lite, times) -> RanNotebook:
+    """Each notebook opened in a fresh kernel and run with Run All, once for the tests below.
+
+    Module-scoped, so pytest runs both tests of one notebook one after the other on the
+    same page and kernel: the explorers are moved where Run All left them, and the slowest
+    stage does not open each notebook twice.
+    """
+    path, page = request.param, lite.page
+    first_line = len(lite.console_lines)
+    try:
+        page.evaluate(SHUT_DOWN_KERNELS_JS)
+        open_notebook(page, path, timeout_s=OPEN_DEADLINE_S)
+        code = code_cell_indices(REPO_ROOT / path)
+        cells, seconds = clear_and_run_all(page, path, code, timeout_s=RUN_ALL_DEADLINE_S)
+    except BaseException:
+        save_artifacts(page, f"lite-run-all-{path}", lite.console_lines[first_line:])
+        raise
     times.note(f"run all: {path}", seconds)
+    return RanNotebook(path, code, cells)
+
+
+def test_run_all_gives_no_error_output_in_the_browser_kernel(ran_all, lite_page):
+    cells, code = ran_all.cells, ran_all.code
     assert tracebacks(cells) == []
     assert [o.text for c in cells for o in c.outputs if o.mime == STDERR_MIME] == []
     by_index = {c.index: c for c in cells}
     assert all(by_index[i].executed for i in code), "every code cell ran"
+
+
+def test_the_first_control_of_every_explorer_changes_its_view_in_the_browser_kernel(
+    ran_all, lite_page, times
+):
+    assert tracebacks(ran_all.cells) == [], "Run All failed (see the test before this one)"
+    page = lite_page.page
+    shown = explorer_moves.explorers_in(REPO_ROOT / ran_all.path)
+    expected = [(e.cell, e.css_class) for e in shown]
+    boxes: list[tuple[int, str]] = []
+
+    def every_explorer_rendered() -> bool:
+        boxes[:] = explorer_moves.explorer_boxes(page)
+        return boxes == expected
+
+    try:
+        wait_for(every_explorer_rendered, timeout_s=120, what="the explorers to render")
+    except ConditionTimeout:
+        raise AssertionError(
+            f"the page shows the explorers {boxes} (cell, box); the notebook's cells build"
+            f" {expected}"
+        ) from None
+    if not shown:  # the exercises: no explorer in their cells, and none on the page
+        assert boxes == expected == []
+    started = time.monotonic()
+    for explorer in shown:
+        what = f"cell {explorer.cell}, {explorer.call}: {explorer.move.what} (.{explorer.control})"
+        assert explorer.move.after != explorer.move.before, f"{what} would change nothing"
+        cell = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+        box = cell.nth(explorer.cell).locator(f".lk-twinned.{explorer.css_class}")
+        expect_view(box, explorer.move.before, f"{what}: before")
+        explorer.move.act(box)
+        expect_view(box, explorer.move.after, f"{what}: after")
+    if shown:
+        times.note(f"first controls: {ran_all.path}", time.monotonic() - started)
+
+
+STATE_EXPECTATIONS = {
+    "visible": "to_be_visible",
+    "hidden": "to_be_hidden",
+    "enabled": "to_be_enabled",
+    "disabled": "to_be_disabled",
+}
+
+
+def expect_view(box: Any, view: explorer_moves.View, what: str) -> None:
+    """Wait until the explorer's box shows `view`: every readout's text, every control's state."""
+    for css_class, text in view.texts.items():
+        readout = box.locator(f".{css_class} .widget-html-content")
+        expect(readout, f"{what}: .{css_class}").to_have_text(text, timeout=VIEW_TIMEOUT_MS)
+    for css_class, state in view.states.items():
+        control = expect(box.locator(f".{css_class}").first, f"{what}: .{css_class} {state}")
+        getattr(control, STATE_EXPECTATIONS[state])(timeout=VIEW_TIMEOUT_MS)
+
+
+def test_every_explorer_in_lessonkit_widgets_has_a_first_move() -> None:
+    functions = explorer_moves.explorer_functions()
+    assert len(functions) == 9 and set(functions) == set(explorer_moves.MOVES)
+
+
+def test_every_explorer_is_shown_by_a_lesson_so_the_test_above_moves_it() -> None:
+    shown = {e.function for p in LESSONS for e in explorer_moves.explorers_in(REPO_ROOT / p)}
+    assert shown == set(explorer_moves.explorer_functions())
 
 
 # --------------------------------------------------------------------------- check() in Pyodide
