@@ -137,23 +137,24 @@ def typing(control: str, text: str) -> Callable[[Any], None]:
     return act
 
 
+def slider_step(name: str, slider: controls.Slider, view: Callable[[int], View]) -> Move:
+    """Return one key press on `slider` (called "the `name` slider"), seen through `view(value)`."""
+    key, value = step_key(slider)
+    return Move(f"{key} on the {name} slider", pressing(css_class(slider), key),
+                view(slider.value), view(value))  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------------
 # Each explorer's first move: (the explorer's arguments, its first control) -> Move
 
 
 def _decode_loop(args: Mapping[str, Any], slider: controls.Slider) -> Move:
     steps = lesson01.decode_steps(args["prompt"], max_tokens=args["max_tokens"])
-    key, index = step_key(slider)
 
     def view(i: int) -> View:
         return View(texts(lesson01.decode_readouts(i, steps=steps), {"view": "lk-decode-view"}))
 
-    return Move(
-        f"{key} on the pass slider",
-        pressing(css_class(slider), key),
-        view(slider.value),
-        view(index),
-    )
+    return slider_step("pass", slider, view)
 
 
 TIMELINE = {name: f"lk-timeline-{name}" for name in ("t", "ttft", "blocking", "total", "visible")}
@@ -161,17 +162,12 @@ TIMELINE["screens"] = "lk-timeline-screens"
 
 
 def _timeline(args: Mapping[str, Any], slider: controls.Slider) -> Move:
-    key, prefill_ms = step_key(slider)
+    def view(prefill_ms: int) -> View:
+        return View(
+            texts(lesson01.timeline_readouts(**{**args, "prefill_ms": prefill_ms}), TIMELINE)
+        )
 
-    def view(**change: int) -> View:
-        return View(texts(lesson01.timeline_readouts(**{**args, **change}), TIMELINE))
-
-    return Move(
-        f"{key} on the prefill slider",
-        pressing(css_class(slider), key),
-        view(prefill_ms=slider.value),
-        view(prefill_ms=prefill_ms),
-    )
+    return slider_step("prefill", slider, view)
 
 
 CANCEL = {name: f"lk-cancel-{name}" for name in ("seen", "generated", "saved", "time", "cost")}
@@ -179,17 +175,11 @@ CANCEL = {name: f"lk-cancel-{name}" for name in ("seen", "generated", "saved", "
 
 def _cancel(args: Mapping[str, Any], slider: controls.Slider) -> Move:
     options = {name: value for name, value in args.items() if name != "cancel_at_ms"}
-    key, at_ms = step_key(slider)
 
     def view(cancel_at_ms: int) -> View:
         return View(texts(lesson01.cancel_readouts(cancel_at_ms, **options), CANCEL))
 
-    return Move(
-        f"{key} on the stop-at slider",
-        pressing(css_class(slider), key),
-        view(slider.value),
-        view(at_ms),
-    )
+    return slider_step("stop-at", slider, view)
 
 
 WIRE = {"view": "lk-wire-view", "meaning": "lk-wire-meaning", "screen": "lk-wire-screen"}
@@ -214,7 +204,6 @@ WALK = {"view": "lk-walk-view", "screen": "lk-walk-screen"}
 
 def _walkthrough(args: Mapping[str, Any], slider: controls.Slider) -> Move:
     steps = lesson02.walkthrough_steps()
-    key, number = step_key(slider)
 
     def view(shown: int) -> View:
         readouts = lesson02.walkthrough_readouts(shown, steps=steps)
@@ -223,12 +212,7 @@ def _walkthrough(args: Mapping[str, Any], slider: controls.Slider) -> Move:
         buttons["lk-walk-next"] = enabled[readouts["last"]]
         return View(texts(readouts, WALK), buttons)
 
-    return Move(
-        f"{key} on the step slider",
-        pressing(css_class(slider), key),
-        view(slider.value),
-        view(number),
-    )
+    return slider_step("step", slider, view)
 
 
 STEPPER = {name: f"lk-stepper-{name}" for name in ("cuts", "arrival", "events", "buffer", "screen")}
@@ -282,17 +266,11 @@ DROP |= {"complete": "lk-drop-complete", "held": "lk-drop-held"}
 
 def _drop(args: Mapping[str, Any], slider: controls.Slider) -> Move:
     wire = practice.practice_wire() if args["wire"] is None else args["wire"]
-    key, n_bytes = step_key(slider)
 
     def view(n: int) -> View:
         return View(texts(lesson04.drop_readouts(wire, n), DROP))
 
-    return Move(
-        f"{key} on the drop slider",
-        pressing(css_class(slider), key),
-        view(slider.value),
-        view(n_bytes),
-    )
+    return slider_step("drop", slider, view)
 
 
 FLICKER = {"naive": "lk-flicker-naive", "stable": "lk-flicker-stable", "count": "lk-flicker-count"}
@@ -303,17 +281,11 @@ def _flicker(args: Mapping[str, Any], slider: controls.Slider) -> Move:
     frames = render.flicker_frames(
         render.split_tokens(render.FLICKER_ANSWER) if tokens is None else tokens
     )
-    key, upto = step_key(slider)
 
     def view(n: int) -> View:
         return View(texts(lesson05.flicker_readouts(n, frames=frames), FLICKER))
 
-    return Move(
-        f"{key} on the tokens slider",
-        pressing(css_class(slider), key),
-        view(slider.value),
-        view(upto),
-    )
+    return slider_step("tokens", slider, view)
 
 
 MOVES: dict[str, Callable[[Mapping[str, Any], Any], Move]] = {
