@@ -13,7 +13,7 @@ import importlib
 import sys
 
 SUBCOMMANDS = {
-    "lab": ("lessonkit.course.launch", "open the course in JupyterLab, on lesson 00"),
+    "lab": ("lessonkit.learner.launch", "open the course in JupyterLab, on lesson 00"),
     "serve": ("lessonkit.serve.cli", "run the local streaming LLM server"),
     "proxy": (
         "lessonkit.serve.proxy",

@@ -4,15 +4,41 @@ A course folder is the folder holding ``notebooks/`` and ``exercises/``. It is f
 from the working folder (a notebook's kernel starts in the notebook's folder), going
 up, never from where lessonkit is installed: an editable install may point at another
 copy of the course, and two copies of the course each keep their own work.
+
+``EXERCISES`` names the exercise notebooks in course order; ``ex1`` is the first's
+number, ``response_times`` its exercise id (the name ``check()`` takes).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["COURSE_MARKERS", "course_folder", "not_in_a_course_folder"]
+__all__ = [
+    "COURSE_MARKERS",
+    "EXERCISES",
+    "course_folder",
+    "exercise_number",
+    "not_in_a_course_folder",
+]
 
 COURSE_MARKERS = ("notebooks", "exercises")
+EXERCISES = (
+    "ex1_response_times",
+    "ex2_read_stream",
+    "ex3_now_change_it",
+    "ex4_read_anthropic",
+    "ex5_resume",
+    "ex6_parse_sse",
+)
+
+
+def exercise_number(exercise_id: str) -> str | None:
+    """Return "ex2" for the exercise id "read_stream" (None for an id the course lacks)."""
+    for stem in EXERCISES:
+        number, _, name = stem.partition("_")
+        if name == exercise_id:
+            return number
+    return None
 
 
 def course_folder(start: Path | str | None = None) -> Path | None:

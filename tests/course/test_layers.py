@@ -1,5 +1,7 @@
 """The layers of lessonkit, checked over the whole tree.
 
+Under everything, ``lessonkit/course/`` (the learner's course folder, progress, the
+hand-in format, `lessonkit lab`) imports the standard library alone, so any layer may use it.
 One rule: nothing under ``lessonkit/core/`` imports ``lessonkit.lab``,
 ``lessonkit.serve`` or ``lessonkit.grading``, nor any widget, plot, network,
 thread, event-loop or clock library. The edges import the core, never the
@@ -91,6 +93,18 @@ def _breaks(names: set[str], forbidden: set[str]) -> list[str]:
 
 def _id(path: Path) -> str:
     return str(path.relative_to(PACKAGE.parent))
+
+
+@pytest.mark.parametrize("path", _modules_under("course"), ids=_id)
+def test_the_course_folder_modules_import_only_the_standard_library_and_each_other(path):
+    # lessonkit.course sits under every layer: check() in the grader records progress there.
+    names = {n for n in _imports_of(path) if n.split(".")[0] not in sys.stdlib_module_names}
+    others = sorted(
+        n for n in names if n != "lessonkit.course" and not n.startswith("lessonkit.course.")
+    )
+    assert others == [], (
+        f"{_id(path)} imports {others}; lessonkit.course stands on the stdlib alone"
+    )
 
 
 @pytest.mark.parametrize("path", _modules_under("core"), ids=_id)

@@ -23,7 +23,7 @@ import httpx
 import processes
 import pytest
 
-from lessonkit.course import launch
+from lessonkit.learner import launch
 from lessonkit.course.folder import course_folder
 
 ROOT = Path(__file__).resolve().parents[2]
