@@ -1,6 +1,8 @@
 """The layers of lessonkit, checked over the whole tree.
 
-Under everything, ``lessonkit/course/`` (the learner's course folder, progress, the
+On top of everything, ``lessonkit/learner/`` (`lessonkit lab`, ``progress()``,
+``submit()``) may import every layer, and no layer imports it. Under everything,
+``lessonkit/course/`` (the learner's course folder, progress, the
 hand-in format, `lessonkit lab`) imports the standard library alone, so any layer may use it.
 One rule: nothing under ``lessonkit/core/`` imports ``lessonkit.lab``,
 ``lessonkit.serve`` or ``lessonkit.grading``, nor any widget, plot, network,
@@ -56,8 +58,8 @@ FORBIDDEN_IN_CORE = {
 }
 FORBIDDEN_IN_SERVE = {"lessonkit.lab", "lessonkit.grading"}
 FORBIDDEN_IN_LAB = {"lessonkit.grading"}
-# What runs in the Jupyter server (jupyter_server_config.d enables the two extensions).
-IN_THE_JUPYTER_SERVER = ["jupyter_route", "jupyter_culling", "demo_socket"]
+# What runs in the Jupyter server (jupyter_server_config.d enables its extensions).
+IN_THE_JUPYTER_SERVER = ["jupyter_route", "jupyter_culling", "jupyter_page", "demo_socket"]
 ALLOWED_IN_THE_JUPYTER_SERVER = {
     "tornado",
     "jupyter_server",
@@ -105,6 +107,16 @@ def test_the_course_folder_modules_import_only_the_standard_library_and_each_oth
     assert others == [], (
         f"{_id(path)} imports {others}; lessonkit.course stands on the stdlib alone"
     )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in sorted(PACKAGE.rglob("*.py")) if "learner" not in p.parts and p.name != "cli.py"],
+    ids=_id,
+)
+def test_no_layer_imports_what_a_learner_runs_on_top_of_them(path):
+    broken = _breaks(_imports_of(path), {"lessonkit.learner"})
+    assert broken == [], f"{_id(path)} imports {broken}; lessonkit.learner sits on top"
 
 
 @pytest.mark.parametrize("path", _modules_under("core"), ids=_id)

@@ -40,8 +40,9 @@ SHARED_DATA = {
         f"etc/jupyter/jupyter_server_config.d/{SETTINGS_FILE}"
     ),
 }
-# The course's Jupyter server extensions (lessonkit/serve/): the demo's route, the culling.
-EXTENSIONS = ("jupyter_route", "jupyter_culling")
+# The course's Jupyter server extensions (lessonkit/serve/): the demo's route, the culling,
+# the page's app exposed (the hand-in button saves open notebooks with it).
+EXTENSIONS = ("jupyter_route", "jupyter_culling", "jupyter_page")
 # The dev extra starts with the instructor's: `.[dev]` is `.[instructor]` plus the test tools.
 SELF_INSTRUCTOR = "streaming-course[instructor]"
 
