@@ -158,7 +158,7 @@ clean:
 # The zero-install edition: the course as a static JupyterLite site in $(LITE_DIR)
 # (tools/build_lite.py: its own pinned builder in .venv-lite, Python from npm's pyodide).
 # Try it: python3 -m http.server --bind 127.0.0.1 --directory build/lite 8000, then open
-# http://127.0.0.1:8000/ (README: "Zero install", also how to publish it on GitHub Pages).
+# http://127.0.0.1:8000/ (docs/running-a-class.md: "Zero install", also how to publish it on GitHub Pages).
 LITE_DIR ?= build/lite
 .PHONY: lite
 lite:
