@@ -37,10 +37,10 @@ of about 15 minutes and optional **Going deeper** parts, clearly marked, that yo
 |---|---|---|---|
 | 00 | `00_start_here` (this one) | how the course works; check that widgets render | 5 |
 | 01 | `01_why_streaming` | prefill and decode, time to first token (TTFT) vs total time, the 300 + 500 x 40 = 20,300 ms example, stopping early, timeouts, rendering sooner; the **timeline explorer**. Deeper: a real stream cancelled and measured | 16 + 5 |
-| 02 | `02_sse_on_the_wire` | one long HTTP response, chunked transfer encoding, the SSE event format, deltas, `[DONE]` vs named events; the **wire inspector**, the **walkthrough**. Deeper: HTTP/2 and HTTP/3 frames, the standard's corner rules, `curl -N` | 14 + 3 |
+| 02 | `02_sse_on_the_wire` | one long HTTP response, chunked transfer encoding, the SSE event format, deltas, which API ends how (`[DONE]`, `response.completed`, `message_stop`); the **wire inspector** (Chat Completions, Responses, Anthropic), the **walkthrough**. Deeper: HTTP/2 and HTTP/3 frames, the standard's corner rules, `curl -N` | 15 + 3 |
 | 03 | `03_reading_the_stream` | the client loop, arrivals vs events, UTF-8 split inside a character, testing by cutting, `EventSource` vs `fetch` in your browser; the **arrival stepper** and **UTF-8 explorer**. Deeper: three classic bugs cut everywhere | 16 + 4 |
 | 04 | `04_practice_cuts_and_drops` | the lesson's practice: any cut gives the same text, a dropped connection gives a partial answer; the **drop explorer**; three predict-then-run experiments. Deeper: resume with `Last-Event-ID` | 16 + 3 |
-| 05 | `05_streaming_in_the_real_world` | where streaming is used, the five common mistakes shown live, SSE vs WebSockets, when not to stream. Deeper: a buffering proxy measured, the WebSocket handshake counted | 16 + 3 |
+| 05 | `05_streaming_in_the_real_world` | where streaming is used (the `openai` SDK on Chat Completions and on the Responses API), the five common mistakes shown live, SSE vs WebSockets, when not to stream. Deeper: numbered events and resuming with `starting_after`, a buffering proxy measured, the bytes of SSE and of a WebSocket counted | 16 + 6 |
 
 | Exercise | In `exercises/` | What you write | Minutes | Points |
 |---|---|---|---|---|
