@@ -38,7 +38,7 @@ from lessonkit.core import sse
 if TYPE_CHECKING:
     from lessonkit.core.llm import Answer
 
-__all__ = ["FAILURE_CODE", "ResponsesOptions", "response_object", "writes"]
+__all__ = ["FAILURE_CODE", "ResponsesOptions", "item_id_for", "response_object", "writes"]
 
 # The error code of an injected failure: the Response error code OpenAI uses for its own faults.
 FAILURE_CODE = "server_error"
