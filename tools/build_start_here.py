@@ -46,7 +46,7 @@ of about 15 minutes and optional **Going deeper** parts, clearly marked, that yo
 |---|---|---|---|---|
 | 1 | `ex1_response_times` | `response_times`: the timing model | 5 | 10 |
 | 2 | `ex2_read_stream` | `read_stream`: a reader that survives any cut, heartbeats, split characters and drops | 12 | 30 |
-| 3 | `ex3_now_change_it` | predictions for the lesson's three "now change it" experiments | 9 | 15 |
+| 3 | `ex3_now_change_it` | predictions for the lesson's three "now change it" experiments | 8 | 15 |
 | 4 | `ex4_read_anthropic` | `read_anthropic`: named events, complete only after `message_stop` | 9 | 20 |
 | 5 | `ex5_resume` | resume a dropped stream from the local server with `Last-Event-ID` | 9 | 15 |
 | 6 | `ex6_parse_sse` | *stretch:* `parse_sse`, a full WHATWG event-stream parser | 23 | 30 |
