@@ -64,6 +64,7 @@ from starlette.responses import JSONResponse
 
 from lessonkit.core import llm
 from lessonkit.lab import in_page
+from lessonkit.lab.eventsource_life import StreamLog
 from lessonkit.serve import demo_socket
 from lessonkit.serve.app import create_app
 from lessonkit.serve.checks import Settings
@@ -252,6 +253,7 @@ class DemoServer:
     ) -> None:
         self.settings = Settings.from_options(prefill_ms=prefill_ms, per_token_ms=per_token_ms)
         self.reports = ReportBook()
+        self.stream_log = StreamLog()  # the life-cycle panel's requests (lab.eventsource_life)
         self.socket_name = demo_socket.new_socket_name()
         self._background: BackgroundServer | None = None
         self._lock = threading.Lock()
@@ -259,7 +261,9 @@ class DemoServer:
         # requests and the app runs on the kernel's own event loop when one comes.
         self.in_page = sys.platform == "emscripten" if in_page is None else in_page
         self.page_app: Any = (
-            self._with_report_route(create_app(self.settings)) if self.in_page else None
+            self._with_report_route(self.stream_log.wrap(create_app(self.settings)))
+            if self.in_page
+            else None
         )
 
     @property
@@ -287,7 +291,9 @@ class DemoServer:
                 return False
             app = create_app(self.settings)
             self._background = _serve_on_socket(
-                self._with_report_route(app), self.socket_name, app.state.lessonkit.hang_up_all
+                self._with_report_route(self.stream_log.wrap(app)),
+                self.socket_name,
+                app.state.lessonkit.hang_up_all,
             )
             return True
 
