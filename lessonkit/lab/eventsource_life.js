@@ -116,7 +116,7 @@ function drawRows(model, table) {
   const body = table.tBodies[0];
   body.replaceChildren();
   for (const row of model.get("rows")) {
-    const tr = element("tr", `lk-life-row lk-life-${row.kind}`);
+    const tr = element("tr", `lk-life-row lk-life-row-${row.kind}`);
     tr.dataset.kind = row.kind;
     tr.dataset.readyState = String(row.ready_state);
     tr.dataset.atMs = String(row.at_ms);
@@ -176,7 +176,9 @@ function render({ model, el }) {
   };
   open.addEventListener("click", () => {
     stop();
-    model.send({ type: "open" }); // the kernel answers "go" with the run's path
+    // The choices go along: a trait change may still wait in ipywidgets' send buffer.
+    // The kernel answers "go" with the run's path.
+    model.send({ type: "open", ending: model.get("ending"), retry: model.get("retry") });
   });
   closeButton.addEventListener("click", () => {
     if (watching) watching.close();

@@ -282,8 +282,7 @@ def story(seen: Iterable[Seen], requests: Iterable[ServerRequest], *, retry: str
 
     A reconnection's delay is measured from the ``error`` that left the EventSource
     CONNECTING to the next ``open`` or ``error``: the browser's wait, then the round
-    trip to the answer's headers. (For a text/plain answer Chromium fired its error only
-    once that body had ended, about 660 ms later here: measured, in the stored runs.)
+    trip to the answer's headers.
     """
     requests = list(requests)
     rows: list[Row] = []
@@ -514,6 +513,11 @@ class EventSourceLife(anywidget.AnyWidget):
         else:
             self.note = "Pick the server's ending and retry:, then open an EventSource."
 
+    @property
+    def run_id(self) -> str:
+        """The label of the latest run ("" before the first): StreamLog.requests(run_id)."""
+        return self._run
+
     @traitlets.validate("ending", "retry")
     def _known_choice(self, proposal: Any) -> str:
         name, value = proposal["trait"].name, proposal["value"]
@@ -543,6 +547,12 @@ class EventSourceLife(anywidget.AnyWidget):
         """Take the page's "open" (start a run) and "seen" (one note of the current run)."""
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "open" and not self._server.in_page:
+            # The page's choices come with it: its trait updates may arrive after this.
+            ending, retry = content.get("ending", self.ending), content.get("retry", self.retry)
+            if ending not in ENDINGS or retry not in RETRIES:
+                self.send({"type": "refused", "error": f"unknown choice {ending!r}, {retry!r}"})
+                return
+            self.ending, self.retry = ending, retry
             self._server.ensure_running()  # on the same socket: the page's URL holds
             self._run, self._run_retry, self._seen = uuid.uuid4().hex[:12], self.retry, []
             self._show(Story((), (), ()))

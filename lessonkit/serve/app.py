@@ -266,9 +266,16 @@ async def event_stream(request: Request) -> TimedResponse | Response:
             )
             return error_response(request.url.path, ending.reconnect_status, message)
         if ending.reconnect_content_type is not None:
-            # The same events, labelled as something else: EventSource refuses them.
+            # The same events, labelled as something else: EventSource refuses them. With
+            # nosniff the browser takes the label as sent, at once (the Jupyter server adds
+            # it to what the course's route relays, too); without it Chromium first reads a
+            # text/plain body to its end, to guess what it is.
             content_type = ending.reconnect_content_type.encode("ascii")
-            headers = [(b"content-type", content_type), *STREAM_HEADERS[1:]]
+            headers = [
+                (b"content-type", content_type),
+                (b"x-content-type-options", b"nosniff"),
+                *STREAM_HEADERS[1:],
+            ]
         elif resume_after_id >= len(answer.tokens):
             # The client already saw the final event (its id is the token count). Any
             # answer other than 200 with text/event-stream makes EventSource give up

@@ -282,14 +282,27 @@ def server():
 
 
 def test_opening_starts_the_server_and_tells_the_page_the_runs_path(server):
-    panel = life.EventSourceLife(server, ending="500", retry="1000")
+    panel = life.EventSourceLife(server)
     page = Page()
     panel.send = page.send
-    panel._on_page_message(panel, {"type": "open"}, [])
+    # The page's choices come with "open": its trait updates may arrive later.
+    panel._on_page_message(panel, {"type": "open", "ending": "500", "retry": "1000"}, [])
     (go,) = page.messages
     assert go["type"] == "go" and go["quiet_ms"] == 3000 and server.running
-    assert go["path"] == life.stream_path("500", "1000", run=go["run"])
+    assert (
+        go["path"] == life.stream_path("500", "1000", run=go["run"]) and panel.run_id == go["run"]
+    )
+    assert (panel.ending, panel.retry) == ("500", "1000")
     assert panel.status == "running" and panel.note.startswith("A live run in your browser")
+
+
+def test_opening_with_a_choice_the_panel_does_not_offer_is_refused(server):
+    panel = life.EventSourceLife(server)
+    page = Page()
+    panel.send = page.send
+    panel._on_page_message(panel, {"type": "open", "ending": "drop", "retry": "none"}, [])
+    assert page.messages == [{"type": "refused", "error": "unknown choice 'drop', 'none'"}]
+    assert panel.status == "ready" and panel.run_id == ""
 
 
 def test_each_note_of_the_current_run_redraws_the_rows_and_others_are_ignored(server):

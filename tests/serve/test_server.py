@@ -235,6 +235,7 @@ def test_reconnect_content_type_labels_only_a_reconnect_as_something_else(server
     again = httpx.get(server_url + "/v1/stream", params=params, headers={"Last-Event-ID": "6"})
     assert first.headers["content-type"].startswith("text/event-stream")
     assert (again.status_code, again.headers["content-type"]) == (200, "text/plain")
+    assert again.headers["x-content-type-options"] == "nosniff"  # taken as labelled, at once
     assert [e.event for e in decode_all([again.content])] == ["message", "done"]
 
 
