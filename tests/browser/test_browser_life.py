@@ -32,7 +32,8 @@ from labdriver import (
     wait_for,
     widgets_rendered,
 )
-from lifecycle import LifeRun, run_choice
+from lifecycle import ROWS_JS, LifeRun, run_choice
+from playwright.sync_api import expect
 
 from lessonkit.lab import eventsource_life as life
 
@@ -146,3 +147,20 @@ def test_a_live_run_goes_through_the_same_states_as_the_stored_run_of_its_choice
 ):
     seen, _ = life.stored_run(ending, retry)
     assert panel.run(ending, retry).states == [(s.kind, s.ready_state) for s in seen]
+
+
+def test_the_close_button_ends_it_at_once_with_no_event_and_no_request_after(panel: Lesson):
+    root = panel.panel.locator(".lk-life")
+    panel.panel.locator(".lk-life-ending select").select_option("resume")
+    panel.panel.locator(".lk-life-retry select").select_option("2000")
+    panel.panel.locator(".lk-life-open").click()
+    expect(root).to_have_attribute("data-status", "running")  # the rows start afresh
+    expect(root.locator("tr.lk-life-row-message").first).to_be_visible()
+    panel.panel.locator(".lk-life-close").click()  # as a learner does, mid-stream
+    expect(root).to_have_attribute("data-status", "ended", timeout=120_000)
+    rows = panel.page.evaluate(ROWS_JS, root.element_handle())
+    kinds = [row["kind"] for row in rows]
+    closed = kinds.index("close")
+    assert rows[closed]["ready_state"] == 2 and kinds[closed + 1 :] == ["quiet"], kinds
+    assert rows[-1]["text"].endswith("no request reached the server since")
+    expect(panel.panel.locator(".lk-life-close")).to_be_disabled()
