@@ -14,7 +14,8 @@ Each option of a stream is one concern, in one small frozen object:
     Timing(prefill_ms, per_token_ms, jitter_ms, seed)   when the model makes each token
     Envelope(model, created, response_id)               what names the response in its events
     OpenAIOptions(include_usage)                        the "openai" dialect's stream_options
-    EventSourceOptions(resume_after_id, retry_ms)       the "eventsource" dialect's reconnects
+    EventSourceOptions(resume_after_id, retry_ms, end_after_tokens)
+                                                        the "eventsource" dialect's reconnects
     ResponsesOptions(max_output_tokens, fail_after_tokens)  the "responses" dialect's
                                                         (its events: lessonkit.core.responses)
 
@@ -302,14 +303,19 @@ class OpenAIOptions:
 
 @dataclass(frozen=True)
 class EventSourceOptions:
-    """The "eventsource" dialect's options: where a reconnect resumes, and the retry: it sets.
+    """The "eventsource" dialect's options: where a reconnect resumes, the retry: it sets,
+    and where the body ends early.
 
     resume_after_id is the Last-Event-ID (a token index, int or digits): the
     stream then starts with the token after it. retry_ms None sends no retry: field.
+    end_after_tokens N ends the body cleanly once the answer's first N tokens are
+    sent, with no `done` event: an EventSource reconnects, and the reconnect (which
+    resumes at token N or later) is not cut again. None sends the whole answer.
     """
 
     resume_after_id: int | str | None = None
     retry_ms: int | None = 3000
+    end_after_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _resume_index(self.resume_after_id)  # refuse a bad id now, with its own message
@@ -318,10 +324,21 @@ class EventSourceOptions:
             isinstance(retry_ms, bool) or not isinstance(retry_ms, int) or retry_ms < 0
         ):
             raise ValueError(f"retry_ms must be a whole number of ms or None, got {retry_ms!r}")
+        end = self.end_after_tokens
+        if end is not None and (isinstance(end, bool) or not isinstance(end, int) or end < 1):
+            raise ValueError(f"end_after_tokens must be a whole number, 1 or more, got {end!r}")
 
     def first_index(self, n_tokens: int) -> int:
         """Return the index of the first token to send (Last-Event-ID k: token k + 1)."""
         return min(_resume_index(self.resume_after_id), n_tokens)
+
+    def end_index(self, n_tokens: int) -> int:
+        """Return the index after the last token to send: n_tokens, or end_after_tokens
+        if the body ends early on this connection (it starts before that token)."""
+        end = self.end_after_tokens
+        if end is None or end <= self.first_index(n_tokens):
+            return n_tokens
+        return min(end, n_tokens)
 
 
 DialectOptions = OpenAIOptions | EventSourceOptions | ResponsesOptions
@@ -408,10 +425,16 @@ class _Plan:
     envelope: Envelope
     rid: str
     options: DialectOptions | None
+    end_index: int | None = None  # the body ends before this token (None: the whole answer)
 
     @property
     def tokens(self) -> tuple[str, ...]:
-        return self.answer.tokens[self.first_index :]
+        return self.answer.tokens[self.first_index : self.end_index]
+
+    @property
+    def ends_early(self) -> bool:
+        """True if the body ends before the answer does (no end events are sent)."""
+        return self.end_index is not None and self.end_index < len(self.answer.tokens)
 
 
 Writes = tuple[list[bytes], list[bytes], list[bytes]]
@@ -425,9 +448,10 @@ def _lesson_writes(plan: _Plan, *, with_ids: bool = False, retry_ms: int | None 
         # dispatches nothing (an empty data: line would dispatch "").
         opening.append(f"retry: {retry_ms}\n\n".encode())
     tokens = plan.tokens
+    last = len(plan.answer.tokens) - 1
     for offset, token in enumerate(tokens):
         payload: dict = {"delta": token}
-        if offset == len(tokens) - 1:
+        if plan.first_index + offset == last:
             payload["finish_reason"] = plan.answer.finish_reason  # the last token says why
         event_id = str(plan.first_index + offset) if with_ids else None
         per_token.append(sse.encode(_json(payload), id=event_id))
@@ -438,6 +462,8 @@ def _lesson_writes(plan: _Plan, *, with_ids: bool = False, retry_ms: int | None 
         last_id = str(max(plan.first_index - 1, 0)) if with_ids else None
         finish = {"delta": "", "finish_reason": plan.answer.finish_reason}
         closing.append(sse.encode(_json(finish), id=last_id))
+    if plan.ends_early:
+        return opening, per_token, []  # the body just ends: no done event
     if with_ids:
         closing.append(sse.encode("[DONE]", event="done", id=str(len(plan.answer.tokens))))
     else:
@@ -557,7 +583,8 @@ def stream_writes(
     "openai", EventSourceOptions(resume_after_id=..., retry_ms=...) for
     "eventsource". A resume skips tokens 0..resume_after_id: the server reads
     the prompt plus the text already sent (a new prefill) and generates the
-    rest, so the reconnect has no gap and no duplicate. `heartbeat_ms` adds
+    rest, so the reconnect has no gap and no duplicate; end_after_tokens ends
+    the body early, with no end events. `heartbeat_ms` adds
     `: ping` comments in any dialect. See the module docstring for when each
     write happens.
     """
@@ -567,11 +594,13 @@ def stream_writes(
         raise ValueError(
             f"heartbeat_ms must be a positive number of ms or None, got {heartbeat_ms!r}"
         )
-    first_index = 0
+    first_index, end_index = 0, len(answer.tokens)
     if isinstance(options, EventSourceOptions):
         first_index = options.first_index(len(answer.tokens))
-    times = timing.token_times_ms(len(answer.tokens) - first_index)
-    plan = _Plan(answer, first_index, envelope, envelope.id_for(answer, dialect), options)
+        end_index = options.end_index(len(answer.tokens))
+    times = timing.token_times_ms(end_index - first_index)
+    rid = envelope.id_for(answer, dialect)
+    plan = _Plan(answer, first_index, envelope, rid, options, end_index)
     opening, per_token, closing = _WRITERS[dialect](plan)
     times = times[: len(per_token)]  # a stream that fails part way sends fewer tokens
     end_ms = times[-1] if times else float(timing.prefill_ms)

@@ -34,6 +34,7 @@ from starlette.types import Receive, Scope, Send
 
 from lessonkit.core import llm, network
 from lessonkit.serve.checks import (
+    ENDING_PARAMETERS,
     BadRequest,
     Pace,
     Settings,
@@ -46,6 +47,7 @@ from lessonkit.serve.checks import (
     query_number,
     read_json_body,
     read_pace,
+    read_stream_ending,
 )
 from lessonkit.serve.pacing import TimedResponse
 from lessonkit.serve.state import ServerState, timing_for
@@ -134,15 +136,16 @@ def _stream(
     dialect: str,
     envelope: llm.Envelope,
     options: llm.DialectOptions | None = None,
+    headers: list[tuple[bytes, bytes]] | None = None,
 ) -> TimedResponse:
     """Return a streamed answer (after a resume: the tokens not sent yet)."""
     timing = timing_for(pace, state.settings)
     writes = llm.stream_writes(answer, dialect, timing=timing, envelope=envelope, options=options)
-    first = 0
+    first, end = 0, len(answer.tokens)
     if isinstance(options, llm.EventSourceOptions):
-        first = options.first_index(len(answer.tokens))
-    times = timing.token_times_ms(len(answer.tokens) - first)
-    return _timed(state, request, times, pace, writes, list(STREAM_HEADERS))
+        first, end = options.first_index(len(answer.tokens)), options.end_index(len(answer.tokens))
+    times = timing.token_times_ms(end - first)
+    return _timed(state, request, times, pace, writes, list(headers or STREAM_HEADERS))
 
 
 def _blocking(
@@ -220,10 +223,17 @@ async def event_stream(request: Request) -> TimedResponse | Response:
     the last id it saw in the ``Last-Event-ID`` header (``?last_event_id=`` works too,
     for clients that cannot set headers); the answer then continues with the next
     token, so nothing is missing and nothing is repeated.
+
+    For lesson 03's EventSource life cycle (lessonkit.serve.checks.read_stream_ending):
+    ``retry=N`` or ``retry=none`` sets the retry: field, ``end_after_tokens=N`` ends the
+    body cleanly after N tokens (EventSource reconnects), and a reconnect gets
+    ``reconnect_status`` (204 or 400-599) or a stream labelled ``reconnect_content_type``:
+    either ends an EventSource for good.
     """
     state: ServerState = request.app.state.lessonkit
     query = request.query_params
     pace = read_pace(query, state.settings)
+    ending = read_stream_ending(query, state.settings)
     prompt = query.get("prompt") or llm.RUNNING_PROMPT
     max_tokens = query_number(query, "max_tokens", integer=True, low=1)
     dialect = query.get("dialect", "eventsource")
@@ -242,15 +252,45 @@ async def event_stream(request: Request) -> TimedResponse | Response:
     answer = llm.answer_for(prompt, max_tokens=max_tokens)
     envelope = llm.Envelope(model=state.settings.model)
     if dialect == "lesson":
+        asked = [name for name in ENDING_PARAMETERS if query.get(name)]
+        if asked:
+            raise BadRequest(
+                f"Query parameter {asked[0]!r} applies to the EventSource stream only; "
+                "leave out dialect=lesson",
+                param=asked[0],
+            )
         return _stream(state, request, answer, pace, dialect, envelope)
-    if resume_after_id is not None and resume_after_id >= len(answer.tokens):
-        # The client already saw the final event (its id is the token count). Any answer
-        # other than 200 with text/event-stream makes EventSource give up instead of
-        # reconnecting (the spec's "fail the connection"); 204 No Content also says
-        # plainly that nothing is left to send.
-        return Response(status_code=204)
-    resume = llm.EventSourceOptions(resume_after_id, retry_ms=state.settings.retry_ms)
-    return _stream(state, request, answer, pace, dialect, envelope, resume)
+    headers = STREAM_HEADERS
+    if resume_after_id is not None:  # a reconnect
+        if ending.reconnect_status == 204:
+            return Response(status_code=204)
+        if ending.reconnect_status is not None:
+            message = (
+                f"reconnect_status={ending.reconnect_status} asked for this answer to a "
+                "reconnect: a status other than 200 ends an EventSource for good"
+            )
+            return error_response(request.url.path, ending.reconnect_status, message)
+        if ending.reconnect_content_type is not None:
+            # The same events, labelled as something else: EventSource refuses them. With
+            # nosniff the browser takes the label as sent, at once (the Jupyter server adds
+            # it to what the course's route relays, too); without it Chromium first reads a
+            # text/plain body to its end, to guess what it is.
+            content_type = ending.reconnect_content_type.encode("ascii")
+            headers = [
+                (b"content-type", content_type),
+                (b"x-content-type-options", b"nosniff"),
+                *STREAM_HEADERS[1:],
+            ]
+        elif resume_after_id >= len(answer.tokens):
+            # The client already saw the final event (its id is the token count). Any
+            # answer other than 200 with text/event-stream makes EventSource give up
+            # instead of reconnecting (the spec's "fail the connection"); 204 No Content
+            # also says plainly that nothing is left to send.
+            return Response(status_code=204)
+    resume = llm.EventSourceOptions(
+        resume_after_id, retry_ms=ending.retry_ms, end_after_tokens=ending.end_after_tokens
+    )
+    return _stream(state, request, answer, pace, dialect, envelope, resume, headers)
 
 
 async def responses_api(request: Request) -> TimedResponse:
