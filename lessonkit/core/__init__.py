@@ -11,6 +11,7 @@ or ``lessonkit.grading``; they import the core, not the reverse
                and EventSource formats
     client     read_stream(chunks, dialect) -> Reply, and the incremental StreamReader
     network    the network as data: cuts, drops, stalls, heartbeats, arrival times
+    answer     what the simulated model says: tokenize, Answer, answer_for, long_answer
     llm        a deterministic simulated LLM whose answers are plans of (at_ms, bytes) writes
     responses  the Responses API's typed events and Response object, as llm writes them
     wordbank   the sentences the simulated model's longer answers are made of
