@@ -15,25 +15,8 @@ one place this layer takes anything from ``lessonkit.lab``).
 from __future__ import annotations
 
 import html
-from typing import Any
 
-from lessonkit.grading.codec import from_jsonable
 from lessonkit.grading.engine import Answers, Exercise, Finding, Report
-
-__all__ = [
-    "ALSO_FAILING",
-    "ALSO_SAME",
-    "feedback_html",
-    "finding_lines",
-    "headline",
-    "integrity_line",
-    "others_failing",
-    "points_table",
-    "report_text",
-    "show_plain",
-    "tagged",
-    "type_name",
-]
 
 ALSO_SAME = "also failing, probably for the same reason (fix the one above first):"
 ALSO_FAILING = "also failing:"
@@ -210,28 +193,6 @@ def points_table(exercise: Exercise) -> str:
         row = f"| each {family} case ({len(points)}, named by `check`) | {text} |"
         lines[lines.index(family)] = row
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------
-# Values as the feedback shows them
-
-
-def type_name(value: Any) -> str:
-    """Return "a str", "a list or tuple", ... for a value in its JSON form."""
-    if isinstance(value, dict) and "__type__" in value:
-        return f"a {value['__type__']}"
-    if isinstance(value, list):
-        return "a list or tuple"
-    return f"a {type(value).__name__}"
-
-
-def show_plain(value: Any) -> str:
-    """Return a value in its JSON form as Python would print it (bytes as bytes)."""
-    if isinstance(value, dict) and value.get("__type__") == "answer":
-        return value["__repr__"]
-    if isinstance(value, dict) and "__repr__" in value:
-        return f"{value['__repr__']} (a {value.get('__type__', 'object')})"
-    return repr(from_jsonable(value))
 
 
 # ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Grading is four steps, one module each:
 
 1. **Find the submissions** (``roster``): one submission per learner, from any
    LMS layout; every other file is listed with its reason.
-2. **Run each learner in its sandbox** (``runner``, ``sandbox``): a fresh
+2. **Run each learner in its sandbox** (``run``, ``sandbox``): a fresh
    Python process per learner, never trusting stored outputs, with no
    network, no view of the grader or its files, and limits on memory,
    processes, CPU time and file size. The exercise functions are found by name.
@@ -13,10 +13,11 @@ Grading is four steps, one module each:
    ``--seed``) and compares every answer with the reference computed here. The
    learner's code never sees the reference, and its own verdicts (a redefined
    ``check``, a printed "passed", edited outputs) are never read.
-4. **Write the outputs** (``report``): the grades CSV (``score`` is the points
-   the tests gave; ``gradebook`` is empty for a flagged or limited row), the
-   per-rule CSV, feedback files, the class report, Canvas and Moodle imports.
-   Every output is written to a temporary file and renamed into place.
+4. **Write the outputs** (``report``, ``gradebooks``): the grades CSV
+   (``score`` is the points the tests gave; ``gradebook`` is empty for a
+   flagged, limited or error row), the per-rule CSV, feedback files, the class
+   report, Canvas and Moodle imports. Every output is written to a temporary
+   file and renamed into place.
 
 Broken input never stops the run; nothing submitted is modified.
 """
@@ -31,6 +32,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
 
@@ -49,14 +51,14 @@ from lessonkit.grading.engine import (
 )
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.feedback import report_text
+from lessonkit.grading.gradebooks import MOODLE_MAXIMUM, write_canvas, write_moodle
 from lessonkit.grading.guard import flags_for_exception
 from lessonkit.grading.report import (
+    MAX_SCORE,
     Row,
     rules_path,
-    write_canvas,
     write_csv,
     write_feedback,
-    write_moodle,
     write_report,
     write_rules_csv,
 )
@@ -66,28 +68,9 @@ from lessonkit.grading.roster import (
     Submission,
     exercise_of,
     find_roster,
-    find_submissions,
     read_code_cells,
 )
-from lessonkit.grading.runner import (
-    LearnerHost,
-    NotebookEnded,
-    NotebookProblem,
-    NotebookRun,
-    Setup,
-)
-
-__all__ = [
-    "Grading",
-    "Options",
-    "Row",
-    "Setup",
-    "configure_parser",
-    "find_submissions",
-    "grade",
-    "grade_submission",
-    "main",
-]
+from lessonkit.grading.run import LearnerHost, NotebookEnded, NotebookProblem, NotebookRun, Setup
 
 # flag -> (kind of status, words); the status names the first kind that applies
 FLAG_WORDS = {
@@ -155,20 +138,23 @@ def grade_submission(
         grading = Grading(grading or Options())
     learner = _Learner(submission, grading, slot)
     readable = []
-    for path in submission.notebooks:
+    for notebook in submission.notebooks:
         try:
-            cells, declared = read_code_cells(path)
-        except NotANotebook as exc:
-            meant = exercise_of(path)
+            cells, declared = read_code_cells(notebook.read())
+        except (NotANotebook, OSError) as exc:
+            meant = exercise_of(notebook.name)
             where = f" (an error on {meant}: 0 points)" if meant else ""
-            learner.errors.append(f"{path.name}: {exc}{where}")
+            text = (
+                f"cannot read the file ({exc.strerror or exc})" if isinstance(exc, OSError) else exc
+            )
+            learner.errors.append(f"{notebook.name}: {text}{where}")
             continue
-        readable.append((path, cells, declared))
+        readable.append((notebook.name, cells, declared))
     declared_anywhere = {ex for _, _, declared in readable for ex in declared}
     try:
-        for path, cells, declared in readable:
+        for name, cells, declared in readable:
             elsewhere = declared_anywhere - set(declared)  # another notebook is the one for them
-            learner.notebook(path, cells, elsewhere)
+            learner.notebook(name, cells, elsewhere)
     finally:
         learner.host.close()
     return learner.row()
@@ -186,24 +172,24 @@ class _Learner:
         self.cell_notes: list[str] = []
         self.cell_flags: list[str] = []
 
-    def notebook(self, path: Path, cells: list[str], elsewhere: set[str]) -> None:
+    def notebook(self, name: str, cells: list[str], elsewhere: set[str]) -> None:
         """Run one notebook in the learner's sandbox and grade the exercises it holds."""
         run = NotebookRun(self.host, cells, self.grading.options.setup.timeout_s)
         try:
             run.start()
         except NotebookProblem as exc:
-            self.errors.append(f"{path.name}: {exc}")
+            self.errors.append(f"{name}: {exc}")
             return
         try:
             for error in run.cell_errors:
                 where = f" ({error['where']})" if error.get("where") else ""
                 self.cell_notes.append(
-                    f"{path.name}, cell {error.get('cell')}: {error.get('error')}{where}"
+                    f"{name}, cell {error.get('cell')}: {error.get('error')}{where}"
                 )
                 errno_value = error.get("errno") if isinstance(error.get("errno"), int) else None
                 self.cell_flags += flags_for_exception(str(error.get("type")), errno_value)
             if run.stopped:
-                self.errors.append(f"{path.name}: {run.stopped}")
+                self.errors.append(f"{name}: {run.stopped}")
             for exercise in EXERCISES.values():
                 if exercise.id in self.reports or exercise.id not in run.found:
                     continue
@@ -212,7 +198,7 @@ class _Learner:
                 try:
                     self.reports[exercise.id] = grade_exercise(run, exercise, self.grading)
                 except (ChildGone, NotebookEnded) as exc:
-                    self.errors.append(f"{path.name}: {exc}")
+                    self.errors.append(f"{name}: {exc}")
         finally:
             run.close()
 
@@ -247,6 +233,7 @@ class _Learner:
             reports=dict(reports),
             lms=submission.lms,
             lms_id=submission.lms_id,
+            late=submission.late,
         )
         row.status = _status(row)
         row.feedback = _feedback(submission, row, self.cell_notes)
@@ -268,11 +255,10 @@ def _status(row: Row) -> str:
 
 
 def _feedback(submission: Submission, row: Row, cell_notes: list[str]) -> str:
-    total = sum(ex.points for ex in EXERCISES.values())
     lines = [
         f"Learner: {submission.learner}",
-        f"Notebooks: {', '.join(p.name for p in submission.notebooks) or '(none readable)'}",
-        f"Score: {row.score:g} of {total:g} points",
+        f"Notebooks: {', '.join(nb.name for nb in submission.notebooks) or '(none readable)'}",
+        f"Score: {row.score:g} of {MAX_SCORE:g} points",
         f"Status: {row.status}",
         "",
     ]
@@ -354,9 +340,10 @@ EXIT_CODES = (
     "its reason (a submission that could not be graded, such as a corrupt notebook or one that "
     "loops forever, is an error row in it, not a failure of the command); 1 = the CSV was "
     "written, but a file was left out for a reason the grader could not settle (two originals "
-    "of one notebook for one learner: see 'not graded'); 2 = nothing was graded: a SUBMISSION "
-    "path does not exist, no notebook was found, an output cannot be written, or "
-    "--require-sandbox and no sandbox can be had."
+    "of one notebook for one learner, a resubmission included: see 'not graded'); 2 = nothing "
+    "was graded and no CSV was written: a SUBMISSION path does not exist, no notebook was "
+    "found (a file that is not a notebook is never a learner), an output cannot be written, "
+    "or --require-sandbox and no sandbox can be had."
 )
 
 
@@ -416,14 +403,37 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="also write a Canvas gradebook import (the learners of a Canvas export)",
     )
     parser.add_argument(
-        "--moodle",
-        metavar="CSV",
-        help="also write a Moodle grading worksheet (the learners of a Moodle export)",
-    )
-    parser.add_argument(
         "--assignment",
         default="Streaming course",
-        help="the gradebook column's name in the Canvas import (default 'Streaming course')",
+        help="the Canvas assignment's title, its column in the import (default "
+        "'Streaming course'); Canvas matches it by its exact title, or by --assignment-id",
+    )
+    parser.add_argument(
+        "--assignment-id",
+        metavar="ID",
+        default="",
+        help="the Canvas assignment's id: the column is then 'TITLE (ID)', which matches it",
+    )
+    parser.add_argument(
+        "--canvas-points",
+        type=float,
+        default=MAX_SCORE,
+        metavar="N",
+        help=f"the Canvas assignment's points possible; grades are scaled to it "
+        f"(default {MAX_SCORE:g}, the course's points)",
+    )
+    parser.add_argument(
+        "--moodle",
+        metavar="CSV",
+        help="also write a Moodle offline grading worksheet (the learners of a Moodle export)",
+    )
+    parser.add_argument(
+        "--moodle-max",
+        type=float,
+        default=MOODLE_MAXIMUM,
+        metavar="N",
+        help=f"the Moodle assignment's maximum grade; grades are scaled to it "
+        f"(default {MOODLE_MAXIMUM:g}, Moodle's default)",
     )
     parser.add_argument(
         "--excel",
@@ -508,9 +518,18 @@ def _write_outputs(
         write_report(rows, paths["report"], seed=seed, how=how, elapsed_s=elapsed_s,
                      not_graded=roster.not_graded)  # fmt: skip
     if paths["canvas"] is not None:
-        write_canvas(rows, paths["canvas"], assignment=args.assignment, bom=args.excel)
+        write_canvas(
+            rows,
+            paths["canvas"],
+            title=args.assignment,
+            assignment_id=args.assignment_id,
+            points=args.canvas_points,
+            bom=args.excel,
+        )
     if paths["moodle"] is not None:
-        write_moodle(rows, paths["moodle"], bom=args.excel)
+        # The grades' time: Moodle keeps a grade of its own that is newer.
+        when = datetime.now().astimezone()
+        write_moodle(rows, paths["moodle"], when=when, maximum=args.moodle_max, bom=args.excel)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -530,6 +549,8 @@ def main(args: argparse.Namespace) -> int:
         return 2
     roster = find_roster(args.submissions)  # step 1: find the submissions
     if not roster.submissions:
+        for item in roster.not_graded:
+            print(f"lessonkit grade: not graded: {item.path}: {item.reason}", file=sys.stderr)
         print(
             "lessonkit grade: no notebooks found in " + " ".join(args.submissions), file=sys.stderr
         )

@@ -142,7 +142,7 @@ def test_the_moodle_worksheet_names_each_participant_and_keeps_unicode(graded):
     lines = {line["Identifier"]: line for line in graded["moodle"]}
     assert sorted(lines) == ["Participant 200101", "Participant 200102"]
     assert lines["Participant 200102"]["Full name"] == "Ана Иванова"
-    assert lines["Participant 200101"]["Grade"] == "40"
+    assert lines["Participant 200101"]["Grade"] == "33.33"  # 40 of 120 points, out of 100
 
 
 def test_excel_gets_a_byte_order_mark_and_accents_survive(graded):

@@ -24,7 +24,7 @@ from lessonkit.grading import check, engine, integrity
 from lessonkit.grading import ex3_now_change_it as ex3
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.feedback import report_text
-from lessonkit.grading.runners import in_this_process, in_worker
+from lessonkit.grading.timed_calls import in_this_process, in_worker
 
 RUNNERS = pytest.mark.parametrize("runner", [in_worker, in_this_process], ids=["worker", "here"])
 

@@ -1,9 +1,10 @@
-"""One learner's code, run sandboxed for grading: ``LearnerHost`` and ``NotebookRun``.
+"""Step 2 of grading: run one learner's notebooks sandboxed, ``LearnerHost`` and ``NotebookRun``.
 
 A ``LearnerHost`` is one learner's sandbox (``lessonkit.grading.sandbox``)
 holding one ``python -m lessonkit.grading.child``: it imports the course once
 and runs the learner's notebooks one after the other. ``NotebookRun`` is one
-notebook in it: its cells ran, its exercise functions answer calls. When a
+notebook in it, given as its code cells (from a file or from bytes, the
+caller read them): its cells ran, its exercise functions answer calls. When a
 call never returns or the learner's code ends the process, the whole sandbox
 ends (everything the learner started dies with it); the next call starts a
 fresh one and runs the notebook again.
@@ -40,17 +41,6 @@ from lessonkit.grading.engine import (
 )
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.notebook import GRADING_ENV
-
-__all__ = [
-    "CHILD",
-    "LearnerHost",
-    "NotebookEnded",
-    "NotebookProblem",
-    "NotebookRun",
-    "NotebookTimedOut",
-    "Setup",
-    "course_paths",
-]
 
 CHILD = [sys.executable, "-m", "lessonkit.grading.child"]
 _KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT")
