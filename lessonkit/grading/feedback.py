@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html
 
-from lessonkit.grading.engine import Answers, Exercise, Finding, Report
+from lessonkit.grading.engine import Answers, Finding, Report
 
 ALSO_SAME = "also failing, probably for the same reason (fix the one above first):"
 ALSO_FAILING = "also failing:"
@@ -159,39 +159,6 @@ def report_text(report: Report) -> str:
             f"ok  {tagged(f)} ({_count(f.checked, 'input')}, {_points(f.max_points)})"
             for f in passed
         ]
-    return "\n".join(lines)
-
-
-def points_table(exercise: Exercise) -> str:
-    """Return the markdown table of what earns points, as each exercise intro prints it.
-
-    One line per rule, in order; three or more public rules that share a prefix
-    before ": " (exercise 6's conformance cases) are one line.
-    """
-    lines = ["| check | points |", "|---|---|"]
-    prefix = {
-        rule.name: rule.name.split(": ", 1)[0] for rule in exercise.rules if ": " in rule.name
-    }
-    sizes: dict[str, int] = {}
-    for rule in exercise.rules:
-        if rule.name in prefix and not rule.hidden:
-            sizes[prefix[rule.name]] = sizes.get(prefix[rule.name], 0) + 1
-    families: dict[str, list[float]] = {}
-    for rule in exercise.rules:
-        family = prefix.get(rule.name, "") if not rule.hidden else ""
-        if sizes.get(family, 0) >= 3:
-            if family not in families:
-                families[family] = []
-                lines.append(family)  # a placeholder, filled below
-            families[family].append(rule.points)
-            continue
-        shown = f"*hidden:* {rule.name}" if rule.hidden else rule.name
-        lines.append(f"| {shown} | {rule.points:g} |")
-    for family, points in families.items():
-        each = points[0] if len(set(points)) == 1 else None
-        text = f"{each:g} each, {sum(points):g} in all" if each is not None else f"{sum(points):g}"
-        row = f"| each {family} case ({len(points)}, named by `check`) | {text} |"
-        lines[lines.index(family)] = row
     return "\n".join(lines)
 
 

@@ -57,6 +57,7 @@ from lessonkit.grading.report import (
     MAX_SCORE,
     Row,
     rules_path,
+    templates,
     write_csv,
     write_feedback,
     write_report,
@@ -255,33 +256,19 @@ def _status(row: Row) -> str:
 
 
 def _feedback(submission: Submission, row: Row, cell_notes: list[str]) -> str:
-    lines = [
-        f"Learner: {submission.learner}",
-        f"Notebooks: {', '.join(nb.name for nb in submission.notebooks) or '(none readable)'}",
-        f"Score: {row.score:g} of {MAX_SCORE:g} points",
-        f"Status: {row.status}",
-        "",
-    ]
-    if row.flags:
-        lines += [f"Flags: {'; '.join(row.flags)}", ""]
-    if row.errors:
-        lines += ["Problems:", *[f"  - {e}" for e in row.errors], ""]
-    if row.notes:
-        lines += ["Notes:", *[f"  - {n}" for n in row.notes], ""]
-    if cell_notes:
-        lines += ["Cells that raised an error while running:", *[f"  - {n}" for n in cell_notes]]
-        lines.append("")
-    for exercise in EXERCISES.values():
-        lines.append("=" * 72)
-        if exercise.id in row.reports:
-            lines.append(report_text(row.reports[exercise.id]))
-        else:
-            lines.append(
-                f"{exercise.id}: not found -- no {exercise.asks_for} named {exercise.id} in the "
-                f"notebook(s); 0 of {exercise.points:g} points."
-            )
-        lines.append("")
-    return "\n".join(lines)
+    """Return the learner's feedback file (``templates/feedback.txt.j2``)."""
+    return (
+        templates()
+        .get_template("feedback.txt.j2")
+        .render(
+            row=row,
+            notebooks=[nb.name for nb in submission.notebooks],
+            max_score=MAX_SCORE,
+            cell_notes=cell_notes,
+            exercises=EXERCISES.values(),
+            report_text=report_text,
+        )
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -451,36 +438,22 @@ class UsageProblem(Exception):
     """Grading cannot start: a path is missing or an output cannot be written."""
 
 
-def _prepare_output(path: Path, option: str) -> None:
-    if path.is_dir():
+def _prepare_output(path: Path, option: str, *, folder: bool = False) -> None:
+    """Create the folder an output goes to (``folder``: the output is that folder); raise
+    UsageProblem when it cannot be written."""
+    target = path if folder else path.parent
+    if path.is_dir() and not folder:
         raise UsageProblem(f"{option} {path} is a folder; give a file name")
-    blocker = next((d for d in (path.parent, *path.parent.parents) if d.is_file()), None)
+    blocker = next((d for d in (target, *target.parents) if d.is_file()), None)
     if blocker is not None:
         raise UsageProblem(f"{option} {path}: {blocker} is a file, not a folder")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageProblem(
-            f"{option} {path}: cannot create its folder ({exc.strerror or exc})"
-        ) from None
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        problem = f"{option} {path}: cannot create the folder ({exc.strerror or exc})"
+        raise UsageProblem(problem) from None
+    if not os.access(target, os.W_OK) or (path.is_file() and not os.access(path, os.W_OK)):
         raise UsageProblem(f"{option} {path}: not writable")
-
-
-def _prepare_outputs(out: Path, feedback: Path | None, report: Path | None) -> None:
-    """Create the folders the outputs go to; raise UsageProblem when they cannot be written."""
-    _prepare_output(out, "--out")
-    if report is not None:
-        _prepare_output(report, "--report")
-    if feedback is not None:
-        try:
-            feedback.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageProblem(
-                f"--feedback {feedback}: cannot create the folder ({exc.strerror or exc})"
-            ) from None
-        if not os.access(feedback, os.W_OK):
-            raise UsageProblem(f"--feedback {feedback}: not writable")
 
 
 def _support(args: argparse.Namespace) -> tuple[sandbox.SandboxSupport, str]:
@@ -557,10 +530,9 @@ def main(args: argparse.Namespace) -> int:
         return 2
     paths = _outputs(args)
     try:
-        _prepare_outputs(paths["out"], paths["feedback"], paths["report"])
-        for key in ("canvas", "moodle"):
-            if paths[key] is not None:
-                _prepare_output(paths[key], f"--{key}")
+        for key, path in paths.items():
+            if path is not None:
+                _prepare_output(path, f"--{key}", folder=key == "feedback")
         support, how = _support(args)
     except UsageProblem as exc:
         print(f"lessonkit grade: {exc}", file=sys.stderr)

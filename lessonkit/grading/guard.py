@@ -26,16 +26,6 @@ import os
 import signal
 import sys
 
-__all__ = [
-    "EVENTS_ENV",
-    "EVENT_FLAGS",
-    "READONLY_ENV",
-    "SCRATCH",
-    "SCRATCH_ENV",
-    "child_setup",
-    "flags_for_exception",
-]
-
 SCRATCH = "/tmp"  # the writable directory inside the sandbox (also cwd, HOME, TMPDIR)
 EVENTS_ENV = "LESSONKIT_SANDBOX_EVENTS_FD"  # tells child_setup where to report
 SCRATCH_ENV = "LESSONKIT_SANDBOX_SCRATCH"

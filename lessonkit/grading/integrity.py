@@ -54,8 +54,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ANSWERS", "CASES_FILE", "CaseForms", "Catalogue", "Recorder", "copies"]
-
 # module, the answers in it ("*": every function and method written in it), the name shown
 ANSWERS: tuple[tuple[str, tuple[str, ...] | str, str], ...] = (
     ("lessonkit.core.sse", "*", "lessonkit.sse"),

@@ -24,8 +24,6 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Iterator
 
-__all__ = ["ANTHROPIC_MISTAKES", "LESSON_MISTAKES", "Mistakes", "Slip"]
-
 
 class Slip(enum.Enum):
     """The one mistake a reader makes (each reader below makes exactly one)."""

@@ -162,6 +162,20 @@ def _histogram(scores: Sequence[float], bins: int = 12) -> list[int]:
     return counts
 
 
+def templates() -> jinja2.Environment:
+    """Return the templates of grading's outputs (``templates/``): HTML ones autoescaped,
+    blocks trimmed, and a filter ``g`` that prints a number as {:g}."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("lessonkit.grading", "templates"),
+        autoescape=jinja2.select_autoescape(["html.j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["g"] = lambda value: f"{value:g}"
+    return env
+
+
 def render_report(
     rows: Sequence[Row],
     *,
@@ -171,25 +185,25 @@ def render_report(
     not_graded: Sequence[NotGraded] = (),
 ) -> str:
     """Return the class report as one HTML page (``templates/report.html.j2``)."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("lessonkit.grading", "templates"), autoescape=True
-    )
-    env.filters["g"] = lambda value: f"{value:g}"
-    return env.get_template("report.html.j2").render(
-        s=class_summary(rows),
-        seed=seed,
-        how=how,
-        elapsed_s=elapsed_s,
-        not_graded=[
-            [str(i.path), i.reason, "" if i.explained else "unexplained"] for i in not_graded
-        ],
-        exercises=list(EXERCISES),
-        learners=[
-            [row.learner, row.status, f"{row.score:g}"]
-            + [f"{row.scores.get(e, 0):g}" for e in EXERCISES]
-            + ["late" if row.late else ""]
-            for row in rows
-        ],
+    return (
+        templates()
+        .get_template("report.html.j2")
+        .render(
+            s=class_summary(rows),
+            seed=seed,
+            how=how,
+            elapsed_s=elapsed_s,
+            not_graded=[
+                [str(i.path), i.reason, "" if i.explained else "unexplained"] for i in not_graded
+            ],
+            exercises=list(EXERCISES),
+            learners=[
+                [row.learner, row.status, f"{row.score:g}"]
+                + [f"{row.scores.get(e, 0):g}" for e in EXERCISES]
+                + ["late" if row.late else ""]
+                for row in rows
+            ],
+        )
     )
 
 

@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from lessonkit.grading.guard import (
     EVENT_FLAGS,
@@ -64,20 +64,6 @@ from lessonkit.grading.guard import (
     SCRATCH_ENV,
     flags_for_exception,
 )
-
-__all__ = [
-    "NO_SANDBOX",
-    "SIGNAL_STATUS",
-    "Limits",
-    "Report",
-    "Sandbox",
-    "SandboxSupport",
-    "SandboxUnavailable",
-    "detect",
-    "pids_in_namespace",
-    "python_paths",
-    "signal_status",
-]
 
 SANDBOX_UID = 65534  # learner code's uid inside a user namespace ("nobody")
 
@@ -134,10 +120,6 @@ class SandboxSupport:
     bwrap: str = ""
     prlimit: str = ""
     setpriv: str = ""
-
-
-class SandboxUnavailable(RuntimeError):
-    """A sandbox was required but ``detect`` found none."""
 
 
 NO_SANDBOX = SandboxSupport(False, "none", "sandbox turned off: resource limits only")
@@ -377,22 +359,17 @@ class Report:
     clock), "killed by the grader", "killed: SIGKILL" (the CPU hard limit
     after an ignored SIGXCPU, the OOM killer, or itself), or "sandbox failed:
     <bwrap's message>" when the sandbox could not be set up.
-    flags: sorted, e.g. ("kill", "network", "wrote-outside-scratch").
-    events: what the child's guard reported (advisory), the first ones.
+    flags: sorted, e.g. ("kill", "network", "wrote-outside-scratch"), from
+    the kernel's verdict and what the child's guard reported (advisory).
     leftover_pids: host pids still in the PID namespace 5 s after its end,
-    despite SIGKILL (none expected). pid_namespace: its inode, for tests.
+    despite SIGKILL (none expected).
     """
 
     ending: Ending
     status: str
     flags: tuple[str, ...]
     exit_code: int | None
-    wall_s: float
-    sandboxed: bool
-    events: tuple[dict, ...] = field(default=(), repr=False)
     leftover_pids: tuple[int, ...] = ()
-    pid_namespace: int | None = None
-    stderr_tail: str = field(default="", repr=False)
 
 
 class Sandbox:
@@ -424,7 +401,6 @@ class Sandbox:
         self._killed_by_grader = False
         self._timed_out = False
         self._report: Report | None = None
-        self._started = time.monotonic()
         self._stderr = tempfile.TemporaryFile()
         self._events_read, events_write = os.pipe()
         child_env = {**(env or {}), EVENTS_ENV: str(events_write)}
@@ -497,13 +473,6 @@ class Sandbox:
             self._report = self._make_report()
         return self._report
 
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.kill()
-        self.wait()
-
     # -- reading what happened
 
     @staticmethod
@@ -525,21 +494,14 @@ class Sandbox:
         return data
 
     def _bwrap_status(self) -> dict:
-        """Return bwrap's JSON status documents merged (child-pid, pid-namespace, exit-code)."""
+        """Return bwrap's JSON status lines merged (child-pid, pid-namespace, exit-code)."""
         merged: dict = {}
-        text = self._read_all(self._status_read).decode(errors="replace")
-        decoder, index = json.JSONDecoder(), 0
-        while True:
-            while index < len(text) and text[index].isspace():
-                index += 1
-            if index >= len(text):
-                break
+        for line in self._read_all(self._status_read).splitlines():
             try:
-                document, index = decoder.raw_decode(text, index)
+                document = json.loads(line)
             except ValueError:
-                break
-            if isinstance(document, dict):
-                merged.update(document)
+                continue
+            merged.update(document if isinstance(document, dict) else {})
         return merged
 
     def _events(self) -> list[dict]:
@@ -555,7 +517,6 @@ class Sandbox:
 
     def _make_report(self) -> Report:
         code = self.process.returncode
-        wall_s = time.monotonic() - self._started
         status_doc = self._bwrap_status() if self.support.available else {}
         namespace = status_doc.get("pid-namespace")
         leftovers = _empty_namespace(namespace, status_doc.get("child-pid"))
@@ -601,12 +562,7 @@ class Sandbox:
             status=status,
             flags=tuple(sorted(flags)),
             exit_code=code,
-            wall_s=round(wall_s, 3),
-            sandboxed=self.support.available,
-            events=tuple(events[:50]),
             leftover_pids=tuple(leftovers),
-            pid_namespace=namespace if isinstance(namespace, int) else None,
-            stderr_tail=stderr_tail,
         )
 
 
