@@ -391,7 +391,7 @@ def find_roster(paths: Iterable[str | Path]) -> Roster:
             if len(parts) > 1:
                 whole.learner = f"{learner} ({first.source.parent.name})"
             kept, notes, out = _one_file_each(whole)
-            if len(group) > 1 and len(parts) == 1:
+            if len(places) > 1 and len(parts) == 1:
                 notes.insert(0, f"{learner} is found in {' and '.join(places)}: graded as one "
                              f"learner ({first.lms} id {first.lms_id})")  # fmt: skip
             elif len(parts) > 1:
