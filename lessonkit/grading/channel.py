@@ -91,12 +91,9 @@ class Channel:
             os.close(self._read_fd)
         self._lines.put(None)
 
-    def send(self, message: dict) -> None:
-        """Send one message; a dead child raises ChildGone."""
-        self.send_line(json.dumps(message))
-
-    def send_line(self, line: str) -> None:
-        """Send one JSON text as a line; a dead child raises ChildGone."""
+    def send(self, message: dict | str) -> None:
+        """Send one message (or its JSON text) as a line; a dead child raises ChildGone."""
+        line = message if isinstance(message, str) else json.dumps(message)
         data = memoryview((line + "\n").encode("utf-8"))
         try:
             while data:
@@ -144,7 +141,7 @@ class Channel:
         outcomes: list[Outcome] = []
         try:
             head = json.dumps({"op": "calls", "name": name, "limit_s": limit_s})
-            self.send_line(f'{head[:-1]}, "cases": [{",".join(encode(c) for c in cases)}]}}')
+            self.send(f'{head[:-1]}, "cases": [{",".join(encode(c) for c in cases)}]}}')
             wait_s = self.wall_wait_s(limit_s)
             for fake in fakes:
                 message = self.receive(wait_s)

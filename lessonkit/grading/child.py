@@ -245,18 +245,16 @@ def run_cells(
                 errors.append({"cell": index + 1, "error": "SystemExit (exit() was called)"})
                 break
             except BaseException as exc:
-                where = learner_line(exc.__traceback__)
-                message = f"{type(exc).__name__}: {message_of(exc)}"
+                kind = type(exc).__name__
                 errors.append(
                     {
                         "cell": index + 1,
-                        "error": message,
-                        "where": where,
-                        "type": type(exc).__name__,
+                        "error": f"{kind}: {message_of(exc)}",
+                        "where": learner_line(exc.__traceback__),
+                        "type": kind,
+                        "errno": exc.errno if isinstance(exc, OSError) else None,
                     }
                 )
-                if isinstance(exc, OSError) and exc.errno is not None:
-                    errors[-1]["errno"] = exc.errno
             finally:
                 for name in names:
                     if callable(namespace.get(name)):

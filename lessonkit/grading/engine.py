@@ -50,14 +50,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, NamedTuple
 
-from lessonkit.grading.codec import (
-    SHOWN_CHARS,
-    Served,
-    call_reply,
-    encode_args,
-    show_plain,
-    to_jsonable,
-)
+from lessonkit.grading.codec import SHOWN_CHARS, encode_args, show_plain, to_jsonable
 
 CALL_LIMIT_S = 3.0  # one call of the learner's function
 DEFAULT_SEED = 0  # hidden inputs when no seed is given (tests); `lessonkit grade` draws its own
@@ -443,23 +436,7 @@ class Plan:
         return self._once("encoded", case, lambda c: json.dumps(encode_args(c.args)))
 
 
-# ---------------------------------------------------------------------------
-# Calling in this process (tests)
-
-
 Calls = Callable[[Sequence[Case]], list[Outcome]]
-
-
-def call_in_process(fn: Callable[..., Any], case: Case) -> Outcome:
-    """Return the Outcome of ``fn(*case.args)`` here, with no time limit."""
-    fetch = next((a.serving() for a in case.args if isinstance(a, Served)), None)
-    reply = call_reply(fn, [fetch if isinstance(a, Served) else a for a in case.args])
-    return outcome_of(reply, tuple(fetch.requests) if fetch else None)
-
-
-def in_process(fn: Callable[..., Any]) -> Calls:
-    """Return calls(cases) that calls ``fn`` on each case here, with no time limit (tests)."""
-    return lambda cases: [call_in_process(fn, case) for case in cases]
 
 
 # ---------------------------------------------------------------------------
@@ -543,21 +520,20 @@ def _judge_rule(
             if not control_outcome.stops and _problem(plan, mode, control, control_outcome):
                 deferred = deferred or finding
                 continue
-        return finding, seen, _stop_text(plan.exercise, mode, outcome)
+        return finding, seen, _stop_text(plan.exercise, mode, problem)
     if deferred is not None and not judged:
         # No case could be judged: the same input fails even without the feature.
         return replace(deferred, hint=rule.control_hint or deferred.hint), seen, ""
     return Finding(rule.name, True, rule.hidden, len(cases), max_points=rule.points), seen, ""
 
 
-def _stop_text(exercise: Exercise, mode: Mode, outcome: Outcome) -> str:
-    if isinstance(outcome, TimedOut) and outcome.budget:
-        return outcome.budget
-    if isinstance(outcome, TimedOut):
+def _stop_text(exercise: Exercise, mode: Mode, problem: _Problem) -> str:
+    """Return why checking stops after a failing case (the notebook's time, a loop, an exit)."""
+    if problem.kind is Wrong.BUDGET:
+        return problem.got  # the budget's own words
+    if problem.kind is Wrong.LOOP:
         return f"{exercise.id} was stopped after {mode.limit_s:g} s"
-    if isinstance(outcome, Ended):
-        return f"{exercise.id} ended the process running it"
-    return ""
+    return f"{exercise.id} ended the process running it" if problem.kind is Wrong.ENDED else ""
 
 
 class Wrong(enum.Enum):

@@ -332,15 +332,13 @@ class Catalogue:
         self.key_types = (ex3.KeyText, ex3.AnswerKey)
 
     def copies(self, value: Any, *, limit: int = 2000) -> dict[str, str]:
-        """Return the course answers ``value`` holds, each with what it holds (see ``copies``)."""
+        """Return {course answer: what ``value`` holds of it}: pasted code, exercise 6's
+        cases, the key. ``value`` is a learner's function (or class), or exercise 3's dict."""
         return _copies(self, value, limit)
 
 
 def copies(value: Any, *, limit: int = 2000) -> dict[str, str]:
-    """Return {course answer: what ``value`` holds of it}: pasted code, exercise 6's cases, the key.
-
-    ``value`` is a learner's function (or class), or exercise 3's dict of answers.
-    """
+    """Return ``Catalogue().copies(value)``: for one check (a process of many builds one)."""
     return Catalogue().copies(value, limit=limit)
 
 

@@ -87,10 +87,6 @@ class Row:
         return f"{self.score:g}" if self.honest and not self.errors else ""
 
 
-def _attempted(report: Report | None) -> bool:
-    return report is not None and not report.not_attempted and bool(report.findings)
-
-
 def _mistakes(rows: Sequence[Row], eid: str) -> dict[str, dict]:
     """Return cause -> {learners, hint, input, size} of the mistakes diagnosed in ``eid``."""
     found: dict[str, dict] = {}
@@ -117,7 +113,8 @@ def class_summary(rows: Sequence[Row]) -> dict:
     apart = [row for row in rows if not row.honest]
     exercises = {}
     for eid, exercise in EXERCISES.items():
-        tried = [r for r in (row.reports.get(eid) for row in honest) if _attempted(r)]
+        reports = [row.reports[eid] for row in honest if eid in row.reports]
+        tried = [r for r in reports if not r.not_attempted and r.findings]  # attempted it
         failing: Counter[str] = Counter()
         for report in tried:
             failing.update(f.rule for f in report.failed)

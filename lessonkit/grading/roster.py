@@ -392,8 +392,8 @@ def find_roster(paths: Iterable[str | Path]) -> Roster:
                 whole.learner = f"{learner} ({first.source.parent.name})"
             kept, notes, out = _one_file_each(whole)
             if len(places) > 1 and len(parts) == 1:
-                notes.insert(0, f"{learner} is found in {' and '.join(places)}: graded as one "
-                             f"learner ({first.lms} id {first.lms_id})")  # fmt: skip
+                one = f"graded as one learner ({first.lms} id {first.lms_id})"
+                notes.insert(0, f"{learner} is found in {' and '.join(places)}: {one}")
             elif len(parts) > 1:
                 others = ", ".join(p for p in places if p != str(first.source))
                 notes.insert(0, f"the learner id {learner} is also found in {others}: kept apart")
@@ -404,11 +404,6 @@ def find_roster(paths: Iterable[str | Path]) -> Roster:
                 Submission(whole.learner, tuple(kept), tuple(notes), first.lms, first.lms_id, late)
             )
     return Roster(tuple(sorted(submissions, key=lambda s: s.learner)), tuple(left))
-
-
-def find_submissions(paths: Iterable[str | Path]) -> list[Submission]:
-    """Return one Submission per learner named by the files and folders, sorted by learner."""
-    return list(find_roster(paths).submissions)
 
 
 class NotANotebook(ValueError):

@@ -57,12 +57,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from lessonkit.grading.guard import (
-    EVENT_FLAGS,
     EVENTS_ENV,
+    GUARD_FLAGS,
     READONLY_ENV,
     SCRATCH,
     SCRATCH_ENV,
-    flags_for_exception,
 )
 
 SANDBOX_UID = 65534  # learner code's uid inside a user namespace ("nobody")
@@ -99,10 +98,11 @@ class Limits:
         }
 
     def prlimit_args(self) -> list[str]:
-        """Return the ``prlimit`` options that set these limits."""
-        names = {"RLIMIT_AS": "as", "RLIMIT_CPU": "cpu", "RLIMIT_FSIZE": "fsize"}
-        names |= {"RLIMIT_NPROC": "nproc", "RLIMIT_NOFILE": "nofile", "RLIMIT_CORE": "core"}
-        return [f"--{names[k]}={soft}:{hard}" for k, (soft, hard) in self.rlimits().items()]
+        """Return the ``prlimit`` options that set these limits (RLIMIT_AS is ``--as``...)."""
+        return [
+            f"--{name.removeprefix('RLIMIT_').lower()}={soft}:{hard}"
+            for name, (soft, hard) in self.rlimits().items()
+        ]
 
 
 @dataclass(frozen=True)
@@ -504,36 +504,30 @@ class Sandbox:
             merged.update(document if isinstance(document, dict) else {})
         return merged
 
-    def _events(self) -> list[dict]:
-        events = []
+    def _guard_flags(self) -> set[str]:
+        """Return the flags the child's guard reported (advisory), one JSON line each."""
+        flags = set()
         for line in self._read_all(self._events_read).splitlines()[:500]:
             try:
-                event = json.loads(line)
-            except ValueError:
-                event = {"event": "garbled"}
-            if isinstance(event, dict):
-                events.append(event)
-        return events
+                flag = json.loads(line).get("flag")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(flag, str) and flag in GUARD_FLAGS:
+                flags.add(flag)
+        return flags
 
     def _make_report(self) -> Report:
         code = self.process.returncode
         status_doc = self._bwrap_status() if self.support.available else {}
         namespace = status_doc.get("pid-namespace")
         leftovers = _empty_namespace(namespace, status_doc.get("child-pid"))
-        events = self._events()
         self._stderr.seek(0, os.SEEK_END)
         self._stderr.seek(max(0, self._stderr.tell() - 2000))
         stderr_tail = self._stderr.read().decode(errors="replace")
         self._stderr.close()
         if self._workdir:
             shutil.rmtree(self._workdir, ignore_errors=True)
-        flags: set[str] = set()
-        for event in events:
-            name = str(event.get("event", ""))
-            if name in EVENT_FLAGS:
-                flags.add(EVENT_FLAGS[name])
-            elif name == "exception":
-                flags.update(flags_for_exception(str(event.get("type")), event.get("errno")))
+        flags = self._guard_flags()
         # how it ended: bwrap reports "killed by signal N" as exit code 128+N
         signum = None
         if code is not None and code < 0:

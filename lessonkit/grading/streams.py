@@ -3,7 +3,7 @@
 Exercises 2, 4 and 6 call the learner's function with one argument, a list of
 chunks (``bytes``), and exercise 5's fetch returns such lists. Their cases are
 built here the same way (``chunks_case``: sorted by bytes, then chunks), shown
-the same way (``show_chunks``: a long list keeps its head and its tail, where
+the same way (``chunks_input``: a long list keeps its head and its tail, where
 streams end). A reader returning ``(text, complete, ...)`` is a
 ``ReaderExercise``: its shape is checked and its hint read from what came
 back (the mistakes of ``lessonkit.grading.mistakes``, then clues).
@@ -69,20 +69,17 @@ def split_inside_characters(data: bytes) -> Iterator[list[bytes]]:
 # Showing inputs and results
 
 
-def show_chunks(chunks: Sequence[bytes]) -> str:
-    """Return ``chunks = [...]``; a long list keeps its head and its tail (where streams end)."""
-    total = sum(len(c) for c in chunks)
+def chunks_input(case: Case) -> str:
+    """Return ``chunks = [...]`` of a chunks case; a long list keeps its head and its tail
+    (where streams end)."""
+    chunks = case.args[0]
     text = f"chunks = {list(chunks)!r}"
     if len(text) > SHOWN_CHARS:
+        total = sum(len(c) for c in chunks)
         middle = f" ... ({len(chunks)} chunks, {total} bytes in all; the middle left out) ... "
         keep = (SHOWN_CHARS - 40 - len(middle)) // 2
         text = text[:keep] + middle + text[-keep:]
     return text
-
-
-def chunks_input(case: Case) -> str:
-    """Return the input of a chunks case as the feedback shows it."""
-    return show_chunks(case.args[0])
 
 
 def show_tuple(value: Any) -> str:

@@ -11,17 +11,22 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from calling import in_process
 from classroom import LESSON_READER
 
 from lessonkit.grading import grade
-from lessonkit.grading.engine import CALL_LIMIT_S, Mode, evaluate, in_process
+from lessonkit.grading.engine import CALL_LIMIT_S, Mode, evaluate
 from lessonkit.grading.exercises import EXERCISES
-from lessonkit.grading.roster import find_submissions
+from lessonkit.grading.roster import find_roster
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 TIMEOUT_S = "6"  # what the loop and hang learners cost; 10x a correct notebook on a busy machine
 OPTIONS = grade.Options(grade.Setup(timeout_s=10), seed=7)
+
+
+def find_submissions(paths):
+    return list(find_roster(paths).submissions)
 
 
 def _solution(name: str) -> nbformat.NotebookNode:

@@ -14,6 +14,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from calling import in_process
 
 from lessonkit.grading import engine
 
@@ -197,10 +198,10 @@ def test_a_new_exercise_is_a_small_class_and_the_checking_is_the_base_classes():
 
     assert len(inspect.getsource(WordCount).splitlines()) <= 45  # "about 40 lines"
     exercise = WordCount()
-    right = engine.evaluate(exercise, engine.in_process(lambda t: len(t.split())))
-    wrong = engine.evaluate(exercise, engine.in_process(lambda t: len(t.split(" "))))
+    right = engine.evaluate(exercise, in_process(lambda t: len(t.split())))
+    wrong = engine.evaluate(exercise, in_process(lambda t: len(t.split(" "))))
     graded = engine.evaluate(
-        exercise, engine.in_process(lambda t: len(t.split())), engine.Mode(hidden=True)
+        exercise, in_process(lambda t: len(t.split())), engine.Mode(hidden=True)
     )
     assert (exercise.points, right.score, right.passed, graded.score) == (4, 3, True, 4)
     assert wrong.score == 2 and wrong.shown.rule == "runs of spaces and newlines count once"

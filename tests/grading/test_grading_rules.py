@@ -13,11 +13,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from calling import in_process
 
 from lessonkit.grading import check
 from lessonkit.grading import ex3_now_change_it as ex3
 from lessonkit.grading.codec import to_jsonable
-from lessonkit.grading.engine import Exercise, Mode, evaluate, evaluate_answers, in_process
+from lessonkit.grading.engine import Exercise, Mode, evaluate, evaluate_answers
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.feedback import report_text
 
