@@ -19,16 +19,5 @@ from lessonkit.grading.ex4_read_anthropic import ReadAnthropic
 from lessonkit.grading.ex5_resume import Resume
 from lessonkit.grading.ex6_parse_sse import ParseSSE
 
-EXERCISES: Mapping[str, Exercise] = MappingProxyType(
-    {
-        e.id: e
-        for e in (
-            ResponseTimes(),
-            ReadStream(),
-            NowChangeIt(),
-            ReadAnthropic(),
-            Resume(),
-            ParseSSE(),
-        )
-    }
-)
+_IN_ORDER = (ResponseTimes(), ReadStream(), NowChangeIt(), ReadAnthropic(), Resume(), ParseSSE())
+EXERCISES: Mapping[str, Exercise] = MappingProxyType({e.id: e for e in _IN_ORDER})

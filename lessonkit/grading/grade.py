@@ -506,14 +506,8 @@ def _write_outputs(
 
 
 def main(args: argparse.Namespace) -> int:
-    """Grade the submissions; write the CSVs (and feedback, report); return the exit code.
-
-    0 when the CSV was written (error rows included) and every file is graded
-    or listed with its reason; 1 when a file was left out for a reason the
-    grader could not settle; 2 when nothing was graded because a given path
-    does not exist, no notebook was found, an output cannot be written, or a
-    sandbox was required and none can be had. Every check that can fail early
-    runs before any grading.
+    """Grade the submissions; write the outputs; return the exit code (``EXIT_CODES`` says
+    what each means, in ``--help``). Every check that can fail early runs before any grading.
     """
     missing = [raw for raw in args.submissions if not Path(raw).exists()]
     if missing:
