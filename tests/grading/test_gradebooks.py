@@ -57,8 +57,6 @@ def graded(tmp_path_factory):
     argv = ["grade", str(root), "--out", str(out / "grades.csv"), "--seed", "3", "-j", "2"]
     argv += ["--timeout", "30", "--report", str(out / "report.html")]
     argv += ["--moodle", str(out / "moodle.csv"), "--canvas", str(out / "canvas.csv")]
-    argv += ["--assignment", "Streaming course", "--assignment-id", "4242"]
-    argv += ["--canvas-points", "60"]
     started = datetime.now().astimezone()
     code = grade.main(cli.build_parser("grade").parse_args(argv))
     finished = datetime.now().astimezone()
@@ -71,6 +69,7 @@ def graded(tmp_path_factory):
         "report": report,
         "started": started,
         "finished": finished,
+        "root": root,
         **text,
     }
 
@@ -185,17 +184,26 @@ def canvas_assignments(header: list[str]) -> list[str]:
     return [h for h in header[count:] if not any(n in h for n in NON_ASSIGNMENT)]
 
 
-def test_the_canvas_import_has_one_assignment_column_matched_by_its_id(graded):
+def test_the_canvas_import_has_only_the_columns_canvas_knows_and_one_assignment(graded):
     header, points, *lines = list(csv.reader(graded["canvas.csv"].splitlines()))
-    assert canvas_assignments(header) == ["Streaming course (4242)"]
+    assert canvas_assignments(header) == ["Streaming course"]
     assert header[:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+    assert points[0] == "Points Possible" and points[-1] == "120"
+    assert {line[1]: line[-1] for line in lines} == {"4001": "40", "4002": "10", "4003": "10"}
 
 
-def test_the_canvas_points_possible_row_gives_the_assignments_points_and_grades_follow(graded):
-    header, points, *lines = list(csv.reader(graded["canvas.csv"].splitlines()))
+def test_the_assignment_id_names_the_canvas_column_and_its_points_scale_the_grades(
+    graded, tmp_path
+):
+    canvas = tmp_path / "canvas.csv"
+    argv = ["grade", str(graded["root"] / "canvas"), "--out", str(tmp_path / "grades.csv")]
+    argv += ["--seed", "3", "--canvas", str(canvas), "--assignment", "Streaming course"]
+    argv += ["--assignment-id", "4242", "--canvas-points", "60"]
+    assert grade.main(cli.build_parser("grade").parse_args(argv)) == 0
+    header, points, *lines = list(csv.reader(canvas.read_text(encoding="utf-8").splitlines()))
+    assert canvas_assignments(header) == ["Streaming course (4242)"]
     assert points[0] == "Points Possible" and points[-1] == "60"
-    grades = {line[1]: line[-1] for line in lines}
-    assert grades == {"4001": "20", "4002": "5", "4003": "5"}  # 40, 10, 10 of 120 points
+    assert {line[1]: line[-1] for line in lines} == {"4001": "20", "4002": "5", "4003": "5"}
 
 
 def test_canvas_late_marks_in_any_case_stay_in_the_grades_csv_and_the_report_not_the_import(
