@@ -19,7 +19,7 @@ SUBCOMMANDS = {
         "run a reverse proxy that buffers or passes a stream through",
     ),
     "grade": ("lessonkit.grading.grade", "grade exercise notebooks headless, writing a CSV"),
-    "assign": ("lessonkit.course.assign", "generate exercises/ from the solution notebooks"),
+    "assign": ("lessonkit.grading.assign", "generate exercises/ from the solution notebooks"),
 }
 
 

@@ -42,6 +42,7 @@ Running learner code:
     grade        3. judge each exercise (engine) for every learner; the command itself
     report       4. write the outputs: Row, grades CSVs, feedback, the class report (templates/)
     gradebooks   ... the Moodle worksheet and the Canvas import, as their importers read them
+    assign       `lessonkit assign`: the exercise notebooks, generated from the solutions
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lessonkit.course import assign
+from lessonkit.grading import assign
 from lessonkit.grading.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[2]
