@@ -1,6 +1,8 @@
 # The course's two commands: `make lab` opens it, `make test` checks all of it.
 # Both create .venv on the first run (uv when present, else python3 -m venv + pip).
-# `make test` also sets up what its browser and classroom tests drive: a Chromium
+# `make lab` installs what the lessons need and nothing else (`pip install -e .`), then runs
+# `lessonkit lab`; `make test` adds the instructor's tools and the test tools on top
+# (`.[dev]`) and sets up what its browser and classroom tests drive: a Chromium
 # (tools/ensure_chromium.sh), JupyterHub's proxy from npm (tools/ensure_hub_proxy.sh) and
 # axe-core from npm for the accessibility test (tools/ensure_axe.sh).
 
@@ -8,7 +10,10 @@ PYTHON ?= python3
 PORT ?= 8888
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+# One stamp per install: the learner's (`make lab`) and the test tools on top (`make test`).
+# A test install holds the learner's, so it stands for both.
+LAB_STAMP := $(VENV)/.installed-lab
+TEST_STAMP := $(VENV)/.installed-test
 # Where `pip install .` puts the course's JupyterLab settings and its Jupyter server settings
 # (pyproject's shared-data: the browser demo's route, idle kernels culled); make copies them
 # there itself too, so an edit reaches .venv without a reinstall.
@@ -28,52 +33,37 @@ unexport MPLBACKEND
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub lite-test chromium \
-	hub-proxy assign bench clean setup
+	hub-proxy assign bench clean setup lab-setup
 
-setup: $(STAMP) $(SETTINGS) $(SERVER_SETTINGS)
+# The learner's install: what the lessons import, nothing else.
+lab-setup: $(LAB_STAMP) $(SETTINGS) $(SERVER_SETTINGS)
+# The contributor's: the learner's, the instructor's tools and the test tools.
+setup: $(TEST_STAMP) $(SETTINGS) $(SERVER_SETTINGS)
 
-# uv compiles the bytecode at install (pip does so by itself): otherwise, where
-# PYTHONDONTWRITEBYTECODE is set, every kernel, worker and sandbox compiles its ~600
-# modules again and keeps about 24 MiB more (bench/README.md, "Kernel memory per lesson").
-$(STAMP): pyproject.toml
-	@if command -v uv >/dev/null 2>&1; then \
-		echo "Setting up $(VENV) with uv ..."; \
-		[ -x $(BIN)/python ] || uv venv --quiet --python $(PYTHON) $(VENV); \
-		uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'; \
-	else \
-		echo "Setting up $(VENV) with pip (install uv for a 10x faster set-up) ..."; \
-		[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV); \
-		$(BIN)/python -m pip install --quiet --upgrade pip; \
-		$(BIN)/python -m pip install --quiet -e '.[dev]'; \
-	fi
-	@touch $(STAMP)
+# tools/install_venv.sh: uv where present (it compiles the bytecode at install, as pip
+# does by itself: otherwise, where PYTHONDONTWRITEBYTECODE is set, every kernel, worker and
+# sandbox compiles its ~600 modules again and keeps about 24 MiB more), else venv + pip.
+$(LAB_STAMP): pyproject.toml
+	@if [ $(TEST_STAMP) -nt pyproject.toml ]; then touch $@; \
+	else PYTHON=$(PYTHON) tools/install_venv.sh $(VENV) . && touch $@; fi
+
+$(TEST_STAMP): pyproject.toml
+	@PYTHON=$(PYTHON) tools/install_venv.sh $(VENV) '.[dev]'
+	@touch $(TEST_STAMP) $(LAB_STAMP)
 
 # The course's own JupyterLab settings live in the venv, never in ~/.jupyter.
-$(SETTINGS): jupyter/overrides.d/streaming-course.json $(STAMP)
+$(SETTINGS): jupyter/overrides.d/streaming-course.json | $(LAB_STAMP)
 	@mkdir -p $(dir $(SETTINGS))
 	@cp jupyter/overrides.d/streaming-course.json $(SETTINGS)
 
-$(SERVER_SETTINGS): jupyter/jupyter_server_config.d/streaming-course.json $(STAMP)
+$(SERVER_SETTINGS): jupyter/jupyter_server_config.d/streaming-course.json | $(LAB_STAMP)
 	@mkdir -p $(dir $(SERVER_SETTINGS))
 	@cp jupyter/jupyter_server_config.d/streaming-course.json $(SERVER_SETTINGS)
 
-# Root (a container, CI) needs --allow-root; everyone else never sees it.
-ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-
-# Prints the URL of the first notebook (with a fresh token) and opens it in your browser;
-# JupyterLab's own log below shows the same URL with the token elided.
-START_HERE := lab/tree/notebooks/00_start_here.ipynb
-lab: setup
-	@token=$$($(BIN)/python -c "import secrets; print(secrets.token_hex(24))"); \
-	echo "JupyterLab is starting on port $(PORT) with the course's first notebook:"; \
-	echo ""; \
-	echo "    http://127.0.0.1:$(PORT)/$(START_HERE)?token=$$token"; \
-	echo ""; \
-	echo "Your browser opens it; if none does, paste that URL into one."; \
-	echo "(Ctrl-C twice to stop; another port: make lab PORT=8899)"; \
-	JUPYTER_TOKEN=$$token exec $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 \
-		--ServerApp.port=$(PORT) --ServerApp.port_retries=0 --ServerApp.root_dir=. \
-		--LabApp.default_url=/$(START_HERE) $(ALLOW_ROOT)
+# `lessonkit lab` (installed with the course, also without make): JupyterLab on lesson 00
+# with a fresh token, its URL printed once the server answers.
+lab: lab-setup
+	@exec $(BIN)/lessonkit lab --port $(PORT)
 
 lint: setup
 	$(BIN)/ruff check $(LINTED)
@@ -119,11 +109,11 @@ chromium: setup
 	@tools/ensure_chromium.sh $(BIN)
 
 hub-proxy: $(CHP)
-$(CHP): | $(STAMP)
+$(CHP): | $(TEST_STAMP)
 	@tools/ensure_hub_proxy.sh $(VENV)/share/chp
 
 # axe-core (npm) for the accessibility test; private to .venv like the hub's proxy.
-$(AXE): | $(STAMP)
+$(AXE): | $(TEST_STAMP)
 	@tools/ensure_axe.sh $(VENV)/share/axe
 
 browser: setup chromium $(AXE)
@@ -152,6 +142,7 @@ assign: setup
 	$(BIN)/lessonkit assign solutions exercises
 
 bench: setup
+	$(BIN)/python bench/bench_setup.py
 	$(BIN)/python bench/bench_decoders.py
 	$(BIN)/python bench/bench_server.py
 	$(BIN)/python bench/bench_grading.py
@@ -168,7 +159,7 @@ clean:
 # The zero-install edition: the course as a static JupyterLite site in $(LITE_DIR)
 # (tools/build_lite.py: its own pinned builder in .venv-lite, Python from npm's pyodide).
 # Try it: python3 -m http.server --bind 127.0.0.1 --directory build/lite 8000, then open
-# http://127.0.0.1:8000/ (README: "Zero install", also how to publish it on GitHub Pages).
+# http://127.0.0.1:8000/ (docs/running-a-class.md: "Zero install", also how to publish it on GitHub Pages).
 LITE_DIR ?= build/lite
 .PHONY: lite
 lite:

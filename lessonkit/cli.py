@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 SUBCOMMANDS = {
+    "lab": ("lessonkit.learner.launch", "open the course in JupyterLab, on lesson 00"),
+    "progress": ("lessonkit.learner.status", "show which exercises pass and what comes next"),
+    "submit": ("lessonkit.learner.handin", "hand in the exercises as one zip, with a receipt"),
     "serve": ("lessonkit.serve.cli", "run the local streaming LLM server"),
     "proxy": (
         "lessonkit.serve.proxy",
@@ -59,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stopped.", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `lessonkit progress --json | head`: the reader left early
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 -- no flush error at exit
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,18 +1,49 @@
-"""Build notebooks/00_start_here.ipynb (source of truth for the course map cells).
+"""Build notebooks/00_start_here.ipynb: its cells are written here, its course map comes
+from the lesson tables of README.md (their one source, between two marker comments).
 
-Run: .venv/bin/python tools/build_start_here.py && make-execute the notebook.
+Run: .venv/bin/python tools/build_start_here.py, then execute the notebook
+(.venv/bin/python tools/execute_notebooks.py notebooks/00_start_here.ipynb).
 """
 
+import re
 from pathlib import Path
 
 import nbformat as nbf
 
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+NOTEBOOK = ROOT / "notebooks" / "00_start_here.ipynb"
+TABLES = re.compile(r"<!-- The lesson tables.*?-->\n(.*?)<!-- End of the lesson tables\. -->", re.S)
+
 md = nbf.v4.new_markdown_cell
 code = nbf.v4.new_code_cell
 
-cells = [
-    md(
-        """# Token streaming: start here
+
+def lesson_tables(readme: str) -> str:
+    """Return the README's lesson tables (markdown), with links made relative to notebooks/."""
+    found = TABLES.search(readme)
+    if not found:
+        raise SystemExit("README.md has no lesson tables between their two marker comments")
+    tables = found.group(1).strip()
+    tables = tables.replace("](notebooks/", "](").replace("](exercises/", "](../exercises/")
+    return tables
+
+
+COURSE_MAP_INTRO = """## The course map
+
+The written lesson this course is built on is a 23-minute read; here you run, poke and break
+what it describes, so it takes longer. Minutes are honest estimates (reading at 200 words a
+minute, plus time at each explorer and for writing each exercise). Each lesson has a **core**
+of about 15 minutes and optional **Going deeper** parts, clearly marked, that you may skip."""
+
+
+def course_map(readme: str) -> str:
+    """Return the markdown of lesson 00's course map cell, built from the README's text."""
+    return f"{COURSE_MAP_INTRO}\n\n{lesson_tables(readme)}"
+
+
+INTRO = md(
+    """# Token streaming: start here
 
 How does a chatbot's answer reach your screen word by word while the model is still writing it?
 This course answers that with code you can run, poke and break, all on your own machine:
@@ -24,40 +55,10 @@ We trace those tokens from the model, through HTTP and Server-Sent Events (SSE),
 across a network that cuts bytes wherever it likes, into the text on screen.
 
 *This notebook: about 5 minutes.*"""
-    ),
-    md(
-        """## The course map
+)
 
-The written lesson this course is built on is a 23-minute read; here you run, poke and break
-what it describes, so it takes longer. Minutes are honest estimates (reading at 200 words a
-minute, plus time at each explorer and for writing each exercise). Each lesson has a **core**
-of about 15 minutes and optional **Going deeper** parts, clearly marked, that you may skip.
-
-| # | Notebook | What you learn | Minutes (core + deeper) |
-|---|---|---|---|
-| 00 | `00_start_here` (this one) | how the course works; check that widgets render | 5 |
-| 01 | `01_why_streaming` | prefill and decode, time to first token (TTFT) vs total time, the 300 + 500 x 40 = 20,300 ms example, stopping early, timeouts, rendering sooner; the **timeline explorer**. Deeper: a real stream cancelled and measured | 16 + 5 |
-| 02 | `02_sse_on_the_wire` | one long HTTP response, chunked transfer encoding, the SSE event format, deltas, `[DONE]` vs named events; the **wire inspector**, the **walkthrough**. Deeper: HTTP/2 and HTTP/3 frames, the standard's corner rules, `curl -N` | 14 + 3 |
-| 03 | `03_reading_the_stream` | the client loop, arrivals vs events, UTF-8 split inside a character, testing by cutting, `EventSource` vs `fetch` in your browser; the **arrival stepper** and **UTF-8 explorer**. Deeper: three classic bugs cut everywhere | 16 + 4 |
-| 04 | `04_practice_cuts_and_drops` | the lesson's practice: any cut gives the same text, a dropped connection gives a partial answer; the **drop explorer**; three predict-then-run experiments. Deeper: resume with `Last-Event-ID` | 16 + 3 |
-| 05 | `05_streaming_in_the_real_world` | where streaming is used, the five common mistakes shown live, SSE vs WebSockets, when not to stream. Deeper: a buffering proxy measured, the WebSocket handshake counted | 16 + 3 |
-
-| Exercise | In `exercises/` | What you write | Minutes | Points |
-|---|---|---|---|---|
-| 1 | `ex1_response_times` | `response_times`: the timing model | 5 | 10 |
-| 2 | `ex2_read_stream` | `read_stream`: a reader that survives any cut, heartbeats, split characters and drops | 12 | 30 |
-| 3 | `ex3_now_change_it` | predictions for the lesson's three "now change it" experiments | 8 | 15 |
-| 4 | `ex4_read_anthropic` | `read_anthropic`: named events, complete only after `message_stop` | 9 | 20 |
-| 5 | `ex5_resume` | resume a dropped stream from the local server with `Last-Event-ID` | 9 | 15 |
-| 6 | `ex6_parse_sse` | *stretch:* `parse_sse`, a full WHATWG event-stream parser | 23 | 30 |
-
-Two ways through:
-
-* **Core path**: 00, the core of 01 to 05, and exercises 1-3: about 108 minutes. Read the
-  lessons in order and do each exercise when its lesson's *What's next* points to it.
-* **Full path**: everything, every *Going deeper* part and exercises 4-6 too: about 167
-  minutes."""
-    ),
+# The cells after the course map.
+AFTER_THE_MAP = [
     md(
         """## How the exercises work
 
@@ -77,15 +78,8 @@ The solutions live in `solutions/`. Try first: the course is built so that the c
     md(
         """## For instructors
 
-```bash
-make test                                   # every test: unit, notebooks, browser
-pytest --nbval notebooks solutions           # the lessons and solutions, outputs compared
-lessonkit grade submissions/ --out grades.csv --feedback feedback/
-```
-
-`lessonkit grade` runs each submitted notebook in a fresh process with a time limit, grades the
-exercise functions by name (moved, deleted or extra cells do not matter), adds hidden checks and
-writes one CSV row and one feedback file per learner. Stored outputs are never trusted."""
+Validating the lessons, grading a class and running the course for a class are in the
+[teaching guide](../docs/teaching.md) and [running it for a class](../docs/running-a-class.md)."""
     ),
     md(
         """## What you will see
@@ -110,7 +104,7 @@ course's `.venv` on your own machine, or the environment of the JupyterHub or Bi
 use (both are fine). The one after shows a live widget:
 drag the slider and the text under it should change at once. If, after running it, you still
 see only its dashed box, *"Error displaying widget"*, or a line of text like `VBox(children=...)`,
-see *Troubleshooting* in the README (usually: open the course with `make lab`, so that
+see [Troubleshooting](../docs/learning.md#troubleshooting) in the learning guide (usually: open the course with `make lab`, so that
 JupyterLab and the kernel come from the same environment; on a hub, tell your instructor)."""
     ),
     code(
@@ -131,15 +125,23 @@ widget_check()"""
     ),
 ]
 
-for number, cell in enumerate(cells):
-    cell.id = f"start-here-{number}"  # stable ids: rebuilding changes nothing that did not change
-nb = nbf.v4.new_notebook(cells=cells)
-nb.metadata["kernelspec"] = {
-    "name": "python3",
-    "display_name": "Python 3 (ipykernel)",
-    "language": "python",
-}
-nb.metadata["language_info"] = {"name": "python"}
-path = Path(__file__).resolve().parents[1] / "notebooks" / "00_start_here.ipynb"
-nbf.write(nb, path)
-print("wrote", path)
+
+def start_here(readme: str) -> nbf.NotebookNode:
+    """Return lesson 00 (without outputs), its course map built from readme, the README's text."""
+    cells = [INTRO, md(course_map(readme)), *AFTER_THE_MAP]
+    # Stable ids: rebuilding changes nothing that did not change.
+    for number, cell in enumerate(cells):
+        cell.id = f"start-here-{number}"
+    nb = nbf.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+if __name__ == "__main__":
+    nbf.write(start_here(README.read_text(encoding="utf-8")), NOTEBOOK)
+    print("wrote", NOTEBOOK)

@@ -84,5 +84,5 @@ def widget_check():
         css_class="lk-envcheck",
         headline="Run this cell: a slider appears, and the text under it follows it.",
         what="If you still see only this box after running the cell, see Troubleshooting in"
-        " the README.",
+        " the learning guide (docs/learning.md).",
     )

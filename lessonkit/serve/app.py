@@ -1,6 +1,6 @@
 """The local streaming LLM server's routes: a Starlette app over the simulated model.
 
-Endpoints (the README's "The local server" lists them with their options)::
+Endpoints (docs/learning.md, "The local server", lists them with their options)::
 
     POST /v1/chat/completions   OpenAI-compatible, streaming and not
     POST /v1/messages           Anthropic-compatible, streaming and not

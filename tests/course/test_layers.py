@@ -1,5 +1,9 @@
 """The layers of lessonkit, checked over the whole tree.
 
+On top of everything, ``lessonkit/learner/`` (`lessonkit lab`, ``progress()``,
+``submit()``) may import every layer, and no layer imports it. Under everything,
+``lessonkit/course/`` (the learner's course folder, progress, the
+hand-in format, `lessonkit lab`) imports the standard library alone, so any layer may use it.
 One rule: nothing under ``lessonkit/core/`` imports ``lessonkit.lab``,
 ``lessonkit.serve`` or ``lessonkit.grading``, nor any widget, plot, network,
 thread, event-loop or clock library. The edges import the core, never the
@@ -54,8 +58,8 @@ FORBIDDEN_IN_CORE = {
 }
 FORBIDDEN_IN_SERVE = {"lessonkit.lab", "lessonkit.grading"}
 FORBIDDEN_IN_LAB = {"lessonkit.grading"}
-# What runs in the Jupyter server (jupyter_server_config.d enables the two extensions).
-IN_THE_JUPYTER_SERVER = ["jupyter_route", "jupyter_culling", "demo_socket"]
+# What runs in the Jupyter server (jupyter_server_config.d enables its extensions).
+IN_THE_JUPYTER_SERVER = ["jupyter_route", "jupyter_culling", "jupyter_page", "demo_socket"]
 ALLOWED_IN_THE_JUPYTER_SERVER = {
     "tornado",
     "jupyter_server",
@@ -91,6 +95,28 @@ def _breaks(names: set[str], forbidden: set[str]) -> list[str]:
 
 def _id(path: Path) -> str:
     return str(path.relative_to(PACKAGE.parent))
+
+
+@pytest.mark.parametrize("path", _modules_under("course"), ids=_id)
+def test_the_course_folder_modules_import_only_the_standard_library_and_each_other(path):
+    # lessonkit.course sits under every layer: check() in the grader records progress there.
+    names = {n for n in _imports_of(path) if n.split(".")[0] not in sys.stdlib_module_names}
+    others = sorted(
+        n for n in names if n != "lessonkit.course" and not n.startswith("lessonkit.course.")
+    )
+    assert others == [], (
+        f"{_id(path)} imports {others}; lessonkit.course stands on the stdlib alone"
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in sorted(PACKAGE.rglob("*.py")) if "learner" not in p.parts and p.name != "cli.py"],
+    ids=_id,
+)
+def test_no_layer_imports_what_a_learner_runs_on_top_of_them(path):
+    broken = _breaks(_imports_of(path), {"lessonkit.learner"})
+    assert broken == [], f"{_id(path)} imports {broken}; lessonkit.learner sits on top"
 
 
 @pytest.mark.parametrize("path", _modules_under("core"), ids=_id)

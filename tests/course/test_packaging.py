@@ -1,9 +1,11 @@
 """The course installs the same way everywhere: pip, make, conda, Binder and a JupyterHub image.
 
 pyproject.toml is the source: its [project] dependencies are what the notebooks and
-lessonkit import; the dev extra holds the test and lint tools. environment.yml repeats
-the runtime set under conda-forge names for repo2docker, plus the instructor's tools
-(nbval, to validate the course in the image learners use), and postBuild installs the
+lessonkit import when a learner runs them; the instructor extra adds what an instructor
+runs (nbval, `lessonkit assign`, `lessonkit grade`); the dev extra holds the test and lint
+tools on top of it. environment.yml repeats the runtime set under conda-forge names for
+repo2docker, plus the instructor's tools (to validate the course in the image learners
+use), and postBuild installs the
 course, whose wheel carries the JupyterLab settings and the Jupyter server settings
 (the browser demo's route, idle kernels culled). A real `pip install .` from a copy of
 the repository leaves that copy as it was.
@@ -38,10 +40,11 @@ SHARED_DATA = {
         f"etc/jupyter/jupyter_server_config.d/{SETTINGS_FILE}"
     ),
 }
-# The course's Jupyter server extensions (lessonkit/serve/): the demo's route, the culling.
-EXTENSIONS = ("jupyter_route", "jupyter_culling")
-# Besides what learners need: what an instructor runs in the image learners use.
-INSTRUCTOR_TOOLS = {"nbval"}
+# The course's Jupyter server extensions (lessonkit/serve/): the demo's route, the culling,
+# the page's app exposed (the hand-in button saves open notebooks with it).
+EXTENSIONS = ("jupyter_route", "jupyter_culling", "jupyter_page")
+# The dev extra starts with the instructor's: `.[dev]` is `.[instructor]` plus the test tools.
+SELF_INSTRUCTOR = "streaming-course[instructor]"
 
 # PyPI name -> conda-forge name, where they differ. On conda-forge `playwright` is the
 # Node.js package; the Python bindings are `playwright-python`.
@@ -64,8 +67,17 @@ def _runtime() -> dict[str, str]:
     return dict(_split_requirement(r) for r in PYPROJECT["project"]["dependencies"])
 
 
+def _extra(name: str) -> list[str]:
+    return PYPROJECT["project"]["optional-dependencies"][name]
+
+
+def _instructor() -> dict[str, str]:
+    return dict(_split_requirement(r) for r in _extra("instructor"))
+
+
 def _dev() -> dict[str, str]:
-    return dict(_split_requirement(r) for r in PYPROJECT["project"]["optional-dependencies"]["dev"])
+    """Return the test tools the dev extra adds on top of the instructor's."""
+    return dict(_split_requirement(r) for r in _extra("dev") if r != SELF_INSTRUCTOR)
 
 
 def _environment() -> dict:
@@ -90,7 +102,7 @@ def conda_forge_name(pypi_name: str) -> str:
 
 
 def test_environment_yml_lists_the_runtime_dependencies_and_instructor_tools_under_conda_forge_names():
-    wanted = {**_runtime(), **{name: _dev()[name] for name in INSTRUCTOR_TOOLS}}
+    wanted = {**_runtime(), **_instructor()}
     expected = {conda_forge_name(name): spec for name, spec in wanted.items()}
     assert _conda_requirements() == expected
     assert _environment()["channels"] == ["conda-forge"]
@@ -147,12 +159,21 @@ def test_no_binder_folder_hides_the_root_files_from_repo2docker():
 
 
 def test_every_dependency_has_an_upper_bound():
-    for name, spec in {**_runtime(), **_dev()}.items():
+    for name, spec in {**_runtime(), **_instructor(), **_dev()}.items():
         assert "<" in spec, f"{name} needs a range with an upper bound, got {spec!r}"
 
 
-def test_the_dev_extra_repeats_no_runtime_dependency():
+def test_the_dev_extra_is_the_instructor_extra_plus_the_test_tools():
+    assert _extra("dev")[0] == SELF_INSTRUCTOR
+    assert not set(_runtime()) & set(_instructor())
     assert not set(_runtime()) & set(_dev())
+    assert not set(_instructor()) & set(_dev())
+
+
+def test_the_learners_install_holds_no_test_tool_hub_or_browser_driver():
+    learner = _installed_closure(set(_runtime()))
+    for tool in ("pytest", "playwright", "jupyterhub", "hypothesis", "ruff", "nbval"):
+        assert tool not in learner, f"`pip install .` would bring {tool}"
 
 
 def _code_of_notebooks(*folders: str) -> dict[str, str]:
@@ -240,7 +261,7 @@ def test_the_lesson_05_sdk_is_a_runtime_dependency():
 def test_the_course_does_not_install_jupyter_server_proxy():
     # Its /proxy/<port> routes reach every loopback port of a shared hub; no setting
     # turns them off. The course's own route (lessonkit.serve.jupyter_route) replaces it.
-    assert "jupyter-server-proxy" not in {**_runtime(), **_dev()}
+    assert "jupyter-server-proxy" not in {**_runtime(), **_instructor(), **_dev()}
     assert "jupyter-server-proxy" not in _conda_requirements()
 
 

@@ -106,9 +106,12 @@ def test_every_exercise_has_one_solution_notebook_that_declares_it():
 
 
 def _readme_exercise_rows() -> dict[str, tuple[int, int]]:
-    """Return {exercise: (minutes, points)} from the README's exercise table."""
+    """Return {exercise: (minutes, points)} from the README's exercise table.
+
+    A row: | [`ex1_response_times`](exercises/ex1_response_times.ipynb) | what | 5 | 10 |
+    """
     rows = re.findall(
-        r"^\| `(ex\d_\w+)` \|[^|]*\| (\d+) \| (\d+) \|$",
+        r"^\| \[`(ex\d_\w+)`\]\(exercises/\1\.ipynb\) \|[^|]*\| (\d+) \| (\d+) \|$",
         (ROOT / "README.md").read_text(encoding="utf-8"),
         flags=re.M,
     )

@@ -1,4 +1,5 @@
-"""The README's "Zero install" section, followed as printed: try it locally, publish it.
+"""The "Zero install" section of the guide to running a class, followed as printed: try it
+locally, publish it.
 
 Each shell block of the section runs as written, from the repository root, with two
 substitutions a test machine needs: the port (8000 may be taken on a shared machine: a free
@@ -31,11 +32,14 @@ PAGES_PREFIX = "/streaming-course/"
 COMMAND_DEADLINE_S = 900  # the first `make lite` downloads Pyodide and the kernel's wheels
 
 
+GUIDE = REPO_ROOT / "docs" / "running-a-class.md"
+
+
 def zero_install_blocks() -> list[list[str]]:
-    """Return the shell blocks of the README's Zero install section, each as its lines."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = re.search(r"^### Zero install.*?(?=^#{2,3} )", readme, re.MULTILINE | re.DOTALL)
-    assert section, "README.md has a 'Zero install' section"
+    """Return the shell blocks of the guide's Zero install section, each as its lines."""
+    guide = GUIDE.read_text()
+    section = re.search(r"^## Zero install.*?(?=^## )", guide, re.MULTILINE | re.DOTALL)
+    assert section, f"{GUIDE.name} has a 'Zero install' section"
     blocks = re.findall(r"^```bash\n(.*?)^```", section.group(0), re.MULTILINE | re.DOTALL)
     return [[line for line in block.splitlines() if line.strip()] for block in blocks]
 
@@ -55,7 +59,7 @@ def run(line: str, env: dict[str, str] | None = None) -> None:
 
 
 # What the page shows once lesson 00's kernel is ready: its tab is the current one, and the
-# status bar names Pyodide's kernel as idle. (The README's sites are served as built, so
+# status bar names Pyodide's kernel as idle. (The guide's sites are served as built, so
 # tests cannot reach window.jupyterapp here: they read the page as a learner does.)
 CURRENT_TAB = ".jp-mod-current.lm-TabBar-tab .lm-TabBar-tabLabel"
 KERNEL_IDLE_JS = """
@@ -76,12 +80,12 @@ def open_site(browser, url: str) -> str:
         context.close()
 
 
-def test_the_readme_says_how_to_try_it_locally_and_how_to_publish_it():
+def test_the_guide_says_how_to_try_it_locally_and_how_to_publish_it():
     try_it, publish = zero_install_blocks()
     assert try_it[0] == "make lite" and "http.server" in try_it[1] and "8000" in try_it[1]
     assert publish[0] == "make lite" and GITHUB_PUSH_URL in publish[1]
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert "[![Zero install]" in readme and "https://<org>.github.io/streaming-course/" in readme
+    guide = GUIDE.read_text()
+    assert "[![Zero install]" in guide and "https://<org>.github.io/streaming-course/" in guide
 
 
 def test_try_it_locally_as_printed_opens_lesson_00_with_a_ready_kernel(browser):
