@@ -271,13 +271,12 @@ def run_cells(
 
 def run_notebook(wire: Wire, setup: dict, catalogue: Catalogue) -> None:
     """Run one notebook's cells (recording course answers they call), report, then serve calls."""
-    names, values = list(setup.get("names", [])), list(setup.get("values", []))
     recorder = Recorder()
     with recorder.recording():
         found, errors, stopped = run_cells(
             list(setup.get("cells", [])),
-            names,
-            values,
+            list(setup.get("names", [])),
+            list(setup.get("values", [])),
             float(setup.get("exec_limit_s", 30)),
             setup.get("timeout_s"),
         )

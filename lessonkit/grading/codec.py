@@ -27,6 +27,7 @@ import os
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from itertools import accumulate
 from typing import Any
 
 SHOWN_CHARS = 600  # longest input or value quoted in feedback
@@ -120,11 +121,8 @@ def from_jsonable(value: Any) -> Any:
 def _chunks(encoded: Any, sizes: list) -> list[bytes]:
     """Return the list of chunks that ``to_jsonable`` packed as one base64 text and sizes."""
     data = base64.b64decode(encoded)
-    out, start = [], 0
-    for size in sizes:
-        out.append(data[start : start + int(size)])
-        start += int(size)
-    return out
+    sizes = [int(size) for size in sizes]
+    return [data[end - size : end] for size, end in zip(sizes, accumulate(sizes), strict=True)]
 
 
 def encode_args(args: Sequence[Any]) -> list[Any]:

@@ -574,7 +574,12 @@ def _failure(
     shown_input = _shorten(exercise.show_input(case))
     if case.note:
         shown_input += f"\n            ({case.note})"
-    diagnosed = _diagnosed(exercise, case, outcome, more) if problem.kind is Wrong.VALUE else None
+    diagnosed = None
+    if problem.kind is Wrong.VALUE:
+        try:
+            diagnosed = exercise.diagnose(case, outcome, more)
+        except Exception:  # a diagnosis is a bonus: never let it break the report
+            pass
     if problem.kind is Wrong.SHAPE:
         hint = exercise.shape_hint or rule.hint
     elif diagnosed:
@@ -596,15 +601,6 @@ def _failure(
         size=case.size,
         about=rule.cause,
     )
-
-
-def _diagnosed(
-    exercise: Exercise, case: Case, outcome: Outcome, more: Sequence[tuple[Case, Outcome]]
-) -> str | None:
-    try:
-        return exercise.diagnose(case, outcome, more)
-    except Exception:  # a diagnosis is a bonus: never let it break the report
-        return None
 
 
 def _problem(plan: Plan, mode: Mode, case: Case, outcome: Outcome) -> _Problem | None:

@@ -27,10 +27,6 @@ def tagged(finding: Finding) -> str:
     return f"[hidden] {finding.rule}" if finding.hidden else finding.rule
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _points(points: float) -> str:
     return "1 point" if points == 1 else f"{points:g} points"
 
@@ -156,7 +152,8 @@ def report_text(report: Report) -> str:
     if passed:
         lines.append("")
         lines += [
-            f"ok  {tagged(f)} ({_count(f.checked, 'input')}, {_points(f.max_points)})"
+            f"ok  {tagged(f)} ({f.checked} input{'' if f.checked == 1 else 's'}, "
+            f"{_points(f.max_points)})"
             for f in passed
         ]
     return "\n".join(lines)

@@ -25,6 +25,7 @@ Broken input never stops the run; nothing submitted is modified.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import secrets
 import sys
@@ -86,7 +87,6 @@ FLAG_WORDS = {
     "file-size-limit": ("limit", "file size"),
     "process-limit": ("limit", "processes"),
     "open-files-limit": ("limit", "open files"),
-    "time-limit": ("limit", "time"),
 }
 
 
@@ -131,12 +131,8 @@ def grade_exercise(run: NotebookRun, exercise: Exercise, grading: Grading) -> Re
     return evaluate(exercise, calls, grading.mode, plan=plan, used=copied)
 
 
-def grade_submission(
-    submission: Submission, grading: Grading | Options | None = None, *, slot: int = 0
-) -> Row:
+def grade_submission(submission: Submission, grading: Grading, *, slot: int = 0) -> Row:
     """Return the Row of one learner; every failure becomes part of the row."""
-    if not isinstance(grading, Grading):
-        grading = Grading(grading or Options())
     learner = _Learner(submission, grading, slot)
     readable = []
     for notebook in submission.notebooks:
@@ -275,27 +271,16 @@ def _feedback(submission: Submission, row: Row, cell_notes: list[str]) -> str:
 # The class
 
 
-class _Progress:
-    """A one-line progress bar on stderr."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = 0
-        self.tty = sys.stderr.isatty()
-
-    def step(self, row: Row) -> None:
-        self.done += 1
-        width = 30
-        filled = width * self.done // max(self.total, 1)
-        bar = "#" * filled + "-" * (width - filled)
-        text = f"grading [{bar}] {self.done}/{self.total}  {row.learner[-40:]}"
-        if self.tty:
-            sys.stderr.write("\r" + text.ljust(100))
-            if self.done == self.total:
-                sys.stderr.write("\n")
-        else:
-            sys.stderr.write(text + "\n")
-        sys.stderr.flush()
+def _progress(done: int, total: int, row: Row) -> None:
+    """Show how far grading is on stderr: one line redrawn on a terminal, else a line each."""
+    filled = 30 * done // max(total, 1)
+    text = f"grading [{'#' * filled}{'-' * (30 - filled)}] {done}/{total}  {row.learner[-40:]}"
+    if sys.stderr.isatty():
+        text = "\r" + text.ljust(100) + ("\n" if done == total else "")
+    else:
+        text += "\n"
+    sys.stderr.write(text)
+    sys.stderr.flush()
 
 
 def grade(
@@ -303,7 +288,7 @@ def grade(
 ) -> list[Row]:
     """Return one Row per submission, in the order given (jobs > 1 grades in parallel)."""
     grading = Grading(options or Options())
-    progress = _Progress(len(submissions))
+    done = itertools.count(1)  # learners graded so far (next() is one step, from any thread)
 
     def one(slot: int, submission: Submission) -> Row:
         try:
@@ -311,7 +296,7 @@ def grade(
         except Exception as exc:  # a grader bug must not lose the other rows
             row = Row(submission.learner, "error", {ex: 0.0 for ex in EXERCISES})
             row.errors.append(f"grader error: {exc!r}")
-        progress.step(row)
+        _progress(next(done), len(submissions), row)
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -469,13 +454,6 @@ def _support(args: argparse.Namespace) -> tuple[sandbox.SandboxSupport, str]:
     return support, f"{support.reason}; learner code runs with resource limits only"
 
 
-def _outputs(args: argparse.Namespace) -> dict[str, Path | None]:
-    """Return the output paths given (None for those not asked for)."""
-    named = {"out": args.out, "feedback": args.feedback, "report": args.report}
-    named |= {"canvas": args.canvas, "moodle": args.moodle}
-    return {key: Path(value) if value else None for key, value in named.items()}
-
-
 def _write_outputs(
     rows: list[Row], roster: Roster, paths: dict[str, Path | None], args: argparse.Namespace,
     *, seed: int, how: str, elapsed_s: float,
@@ -515,14 +493,15 @@ def main(args: argparse.Namespace) -> int:
             print(f"lessonkit grade: {raw}: no such file or folder", file=sys.stderr)
         return 2
     roster = find_roster(args.submissions)  # step 1: find the submissions
+    for item in roster.not_graded:
+        print(f"lessonkit grade: not graded: {item.path}: {item.reason}", file=sys.stderr)
     if not roster.submissions:
-        for item in roster.not_graded:
-            print(f"lessonkit grade: not graded: {item.path}: {item.reason}", file=sys.stderr)
         print(
             "lessonkit grade: no notebooks found in " + " ".join(args.submissions), file=sys.stderr
         )
         return 2
-    paths = _outputs(args)
+    outputs = ("out", "feedback", "report", "canvas", "moodle")  # the paths given, or None
+    paths = {key: Path(value) if (value := getattr(args, key)) else None for key in outputs}
     try:
         for key, path in paths.items():
             if path is not None:
@@ -534,8 +513,6 @@ def main(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(1 << 31)
     print(f"lessonkit grade: {how}", file=sys.stderr)
     print(f"lessonkit grade: hidden checks drawn with --seed {seed}", file=sys.stderr)
-    for item in roster.not_graded:
-        print(f"lessonkit grade: not graded: {item.path}: {item.reason}", file=sys.stderr)
     setup = Setup(
         timeout_s=args.timeout,
         limits=sandbox.Limits(cpu_s=int(max(30, 4 * args.timeout))),

@@ -173,37 +173,6 @@ def templates() -> jinja2.Environment:
     return env
 
 
-def render_report(
-    rows: Sequence[Row],
-    *,
-    seed: int,
-    how: str,
-    elapsed_s: float,
-    not_graded: Sequence[NotGraded] = (),
-) -> str:
-    """Return the class report as one HTML page (``templates/report.html.j2``)."""
-    return (
-        templates()
-        .get_template("report.html.j2")
-        .render(
-            s=class_summary(rows),
-            seed=seed,
-            how=how,
-            elapsed_s=elapsed_s,
-            not_graded=[
-                [str(i.path), i.reason, "" if i.explained else "unexplained"] for i in not_graded
-            ],
-            exercises=list(EXERCISES),
-            learners=[
-                [row.learner, row.status, f"{row.score:g}"]
-                + [f"{row.scores.get(e, 0):g}" for e in EXERCISES]
-                + ["late" if row.late else ""]
-                for row in rows
-            ],
-        )
-    )
-
-
 def write_report(
     rows: Sequence[Row],
     path: Path,
@@ -213,8 +182,24 @@ def write_report(
     elapsed_s: float,
     not_graded: Sequence[NotGraded] = (),
 ) -> None:
-    """Write the class report to ``path`` (atomically)."""
-    page = render_report(rows, seed=seed, how=how, elapsed_s=elapsed_s, not_graded=not_graded)
+    """Write the class report to ``path``: one HTML page from ``templates/report.html.j2``."""
+    template = templates().get_template("report.html.j2")
+    page = template.render(
+        s=class_summary(rows),
+        seed=seed,
+        how=how,
+        elapsed_s=elapsed_s,
+        not_graded=[
+            [str(i.path), i.reason, "" if i.explained else "unexplained"] for i in not_graded
+        ],
+        exercises=list(EXERCISES),
+        learners=[
+            [row.learner, row.status, f"{row.score:g}"]
+            + [f"{row.scores.get(e, 0):g}" for e in EXERCISES]
+            + ["late" if row.late else ""]
+            for row in rows
+        ],
+    )
     write_atomically(path, page)
 
 

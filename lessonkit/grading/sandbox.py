@@ -355,8 +355,8 @@ class Report:
 
     ending: how it ended, as a type (Ending); status: the same in words:
     "ok" (exit 0), "exit N", "killed: cpu limit" (SIGXCPU), "killed:
-    file size limit" (SIGXFSZ), "killed: time limit" (the grader's wall
-    clock), "killed by the grader", "killed: SIGKILL" (the CPU hard limit
+    file size limit" (SIGXFSZ), "killed by the grader" (its time was up, or
+    it was done), "killed: SIGKILL" (the CPU hard limit
     after an ignored SIGXCPU, the OOM killer, or itself), or "sandbox failed:
     <bwrap's message>" when the sandbox could not be set up.
     flags: sorted, e.g. ("kill", "network", "wrote-outside-scratch"), from
@@ -376,8 +376,8 @@ class Sandbox:
     """A sandboxed child process: Popen plus a Report when it ends.
 
     ``Sandbox(argv, stdin=fd, stdout=fd, ...)``; talk over the pipes, then
-    ``report = box.wait(timeout_s)``, which kills the whole sandbox on
-    timeout. ``kill()`` ends it at once (everything inside dies with it). One
+    ``report = box.wait()``. ``kill()`` ends it at once (everything inside dies
+    with it): the caller's clock decides when. One
     Sandbox per thread is safe (``grade -j N``). ``support`` is what
     ``detect()`` found (probed here when not given); ``NO_SANDBOX`` runs with
     the limits only. ``slot`` tells sandboxes that run at the same time apart.
@@ -399,7 +399,6 @@ class Sandbox:
         self.support = support
         self.limits = limits
         self._killed_by_grader = False
-        self._timed_out = False
         self._report: Report | None = None
         self._stderr = tempfile.TemporaryFile()
         self._events_read, events_write = os.pipe()
@@ -446,29 +445,25 @@ class Sandbox:
                 os.close(fd)  # the grader keeps only the read ends
         self.pid = self.process.pid
 
-    def kill(self, *, timed_out: bool = False) -> None:
+    def kill(self) -> None:
         """Kill the sandbox now: bwrap dies, and with it every process inside."""
         if self.process.poll() is None:
             self._killed_by_grader = True
-            self._timed_out = self._timed_out or timed_out
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
 
-    def wait(self, timeout_s: float | None = None) -> Report:
-        """Wait for the child (killing it after ``timeout_s``) and return its Report.
+    def wait(self) -> Report:
+        """Wait for the child to end and return its Report (the grader's clock is the
+        caller's: it kills the sandbox when its time is up).
 
         Returns only once no process of the sandbox is left: bwrap exits as
         soon as the main command does, while the kernel is still killing the
         rest of its PID namespace, so this waits (and kills) until it is empty.
         """
         if self.process.returncode is None:
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.kill(timed_out=True)
-                self.process.wait()
+            self.process.wait()
         if self._report is None:
             self._report = self._make_report()
         return self._report
@@ -476,22 +471,17 @@ class Sandbox:
     # -- reading what happened
 
     @staticmethod
-    def _read_all(fd: int, limit: int = 1 << 16) -> bytes:
+    def _read_all(fd: int) -> bytes:
+        """Return what a pipe of the ended sandbox holds (its 64 KiB at most), and close it."""
         if fd < 0:
             return b""
         os.set_blocking(fd, False)
-        data = b""
         try:
-            while len(data) < limit:
-                piece = os.read(fd, limit - len(data))
-                if not piece:
-                    break
-                data += piece
+            return os.read(fd, 1 << 16)  # one read takes all a pipe holds
         except BlockingIOError:
-            pass
+            return b""
         finally:
             os.close(fd)
-        return data
 
     def _bwrap_status(self) -> dict:
         """Return bwrap's JSON status lines merged (child-pid, pid-namespace, exit-code)."""
@@ -537,9 +527,6 @@ class Sandbox:
         if self.support.available and "child-pid" not in status_doc and not self._killed_by_grader:
             last = stderr_tail.strip().splitlines()[-1:] or [f"exit {code}"]
             ending, status = Ending.SANDBOX_FAILED, f"sandbox failed: {last[0][:200]}"
-        elif self._timed_out:
-            ending, status = Ending.KILLED, "killed: time limit"
-            flags.add("time-limit")
         elif self._killed_by_grader:
             ending, status = Ending.KILLED_BY_GRADER, "killed by the grader"
         elif signum is not None:

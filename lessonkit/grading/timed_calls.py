@@ -39,7 +39,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import dis
-import functools
 import json
 import os
 import subprocess
@@ -50,6 +49,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from lessonkit.grading import integrity
 from lessonkit.grading.channel import Channel, ChildGone
 from lessonkit.grading.codec import Served, TimeUp, call_reply, encode_args
 from lessonkit.grading.engine import Calls, Case, Mode, Outcome, Plan, outcome_of
@@ -122,34 +122,14 @@ def _start_worker(fn: Callable[..., Any]) -> Channel:
     return channel
 
 
-def _code_files(fn: Any, limit: int = 500) -> dict[str, str]:
+def _code_files(fn: Any) -> dict[str, str]:
     """Return code name -> file of ``fn`` and the functions it reaches (cloudpickle drops files).
 
     The worker reports where an exception was raised by code name and line; the
     kernel reads the line from its own cells with this map.
     """
-    files: dict[str, str] = {}
-    todo, seen = [fn], set()
-    while todo and len(seen) < limit:
-        item = todo.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, functools.partial):
-            todo += [item.func, *item.args]
-        elif isinstance(item, types.FunctionType):
-            codes = [item.__code__]
-            while codes:
-                code = codes.pop()
-                files.setdefault(code.co_qualname, code.co_filename)
-                codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-                todo += [item.__globals__.get(n) for n in code.co_names]
-            for cell in item.__closure__ or ():
-                try:
-                    todo.append(cell.cell_contents)
-                except ValueError:  # an empty cell
-                    pass
-    return files
+    functions = [f for f in integrity.reach(fn, 500) if isinstance(f, types.FunctionType)]
+    return {c.co_qualname: c.co_filename for f in functions for c in integrity.codes_in(f.__code__)}
 
 
 # ---------------------------------------------------------------------------
@@ -209,7 +189,7 @@ def time_budget(limit_s: float, recorder: Recorder, spins: dict[types.CodeType, 
     tool = None
     if monitoring is not None:
         tool = next((t for t in MONITORING_TOOL_IDS if monitoring.get_tool(t) is None), None)
-    return Budget(time.monotonic() + limit_s, recorder, spins, monitoring, tool)
+    return Budget(time.monotonic() + limit_s, recorder, spins, tool)
 
 
 class Budget:
@@ -221,11 +201,13 @@ class Budget:
         deadline: float,
         recorder: Recorder,
         spins: dict[types.CodeType, bool],
-        monitoring: Any,
         tool: int | None,
     ) -> None:
-        self.deadline, self.recorder, self.spins = deadline, recorder, spins
-        self.monitoring, self.tool = (monitoring, tool) if tool is not None else (None, None)
+        self.deadline = deadline
+        self.recorder = recorder
+        self.spins = spins
+        self.tool = tool  # a free sys.monitoring tool id, or None: sys.settrace
+        self.monitoring = getattr(sys, "monitoring", None) if tool is not None else None
         self.before: Any = None
 
     def __enter__(self) -> str:
