@@ -17,7 +17,7 @@ from classroom import LESSON_READER
 from lessonkit.grading import grade
 from lessonkit.grading.engine import CALL_LIMIT_S, Mode, evaluate
 from lessonkit.grading.exercises import EXERCISES
-from lessonkit.grading.roster import find_roster
+from lessonkit.grading.roster import Notebook, Submission, course_notebook, find_roster
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
@@ -376,3 +376,13 @@ def test_a_notebook_gets_its_timeout_for_cells_and_checks_together(tmp_path):
     [row] = grade.grade(find_submissions([path]), options)
     assert row.scores["read_stream"] < 30
     assert "not run (the notebook's time ran out (--timeout 2 s))" in row.feedback
+
+
+def test_a_notebook_given_as_bytes_is_graded_as_its_file_would_be(tmp_path):
+    # A hand-in archive's notebooks arrive as bytes (name -> bytes), never as files on disk.
+    data = nbformat.writes(_solution("ex1_response_times.ipynb")).encode("utf-8")
+    notebook = Notebook(tmp_path / "alice.zip" / "ex1_response_times.ipynb", data=data)
+    assert not notebook.path.exists() and course_notebook(notebook) == "ex1_response_times"
+    [row] = grade.grade([Submission("alice", (notebook,))], OPTIONS)
+    assert (row.status, row.scores["response_times"]) == ("ok", 10)
+    assert row.files == [str(tmp_path / "alice.zip" / "ex1_response_times.ipynb")]
