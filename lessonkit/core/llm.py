@@ -15,19 +15,23 @@ Each option of a stream is one concern, in one small frozen object:
     Envelope(model, created, response_id)               what names the response in its events
     OpenAIOptions(include_usage)                        the "openai" dialect's stream_options
     EventSourceOptions(resume_after_id, retry_ms)       the "eventsource" dialect's reconnects
+    ResponsesOptions(max_output_tokens, fail_after_tokens)  the "responses" dialect's
+                                                        (its events: lessonkit.core.responses)
 
 Timing of the writes (virtual milliseconds after the request arrived):
 
 - The server sends its response headers at 0 ms and, in the dialects that
   have them, the opening events right away: the OpenAI role chunk
   (`delta: {"role": "assistant", "content": ""}`), Anthropic's `message_start`
-  and `content_block_start`, the `retry:` field of the eventsource flavour.
+  and `content_block_start`, the Responses API's `response.created` ...
+  `response.content_part.added`, the `retry:` field of the eventsource flavour.
   They carry no text, so time to first token is unchanged; the client just
   learns early that the stream has started.
 - Each token is written at the moment it is generated, `token_times_ms(...)[i]`.
 - The end events (OpenAI's final chunk, usage chunk and `[DONE]`, Anthropic's
   `content_block_stop` ... `message_stop`, the lesson's `[DONE]`) follow the last
-  token at the same `at_ms`: the model's end-of-sequence pass costs nothing
+  token at the same `at_ms` (the Responses API's `response.failed` after the last
+  token sent, when a failure is injected): the model's end-of-sequence pass costs nothing
   extra here (a real model spends one more pass on it before it can report
   `stop`; the lesson's simulation, and so this course, counts it as free).
   With no tokens at all they go at `prefill_ms`.
@@ -49,8 +53,9 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lessonkit.core import network, sse
+from lessonkit.core import network, responses, sse, wordbank
 from lessonkit.core.dialects import DIALECTS
+from lessonkit.core.responses import ResponsesOptions
 
 __all__ = [
     "DIALECTS",
@@ -61,6 +66,7 @@ __all__ = [
     "Envelope",
     "EventSourceOptions",
     "OpenAIOptions",
+    "ResponsesOptions",
     "Timing",
     "answer_for",
     "blocking_body",
@@ -135,70 +141,11 @@ class Answer:
 
 
 # ---------------------------------------------------------------------------
-# The word bank: short sentences about orders, shipping and streaming.
-
-_PARCELS = ["Your order", "The parcel", "Your package", "The replacement", "The second box"]
-_SHIP_VERBS = [
-    "ships",
-    "leaves the warehouse",
-    "reaches the depot",
-    "arrives",
-    "is packed",
-    "goes to the courier",
-]
-_WHEN = [
-    "on Monday",
-    "on Tuesday",
-    "on Friday",
-    "within two days",
-    "before noon",
-    "early next week",
-    "once the label is printed",
-    "by the weekend",
-]
-_PLACES = [
-    "in Zürich",
-    "in Malmö",
-    "in São Paulo",
-    "in Kraków",
-    "at the café on the corner",
-    "at the local depot",
-    "at the post office",
-]
-_STREAM_SUBJECTS = ["Each token", "The next word", "Every event", "The answer", "The first piece"]
-_STREAM_VERBS = [
-    "reaches your screen",
-    "travels over one open connection",
-    "is flushed to the network",
-    "arrives as a small data event",
-    "shows up in the chat window",
-]
-_HOW = [
-    "as soon as it exists",
-    "a few milliseconds later",
-    "without waiting for the rest",
-    "while the model keeps writing",
-    "one piece at a time",
-]
-
-
-def _sentence(rng: random.Random) -> str:
-    """Return one readable sentence drawn from the word bank."""
-    kind = rng.randrange(5)
-    if kind == 0:
-        return f"{rng.choice(_PARCELS)} {rng.choice(_SHIP_VERBS)} {rng.choice(_WHEN)}."
-    if kind == 1:
-        return f"You can follow the parcel {rng.choice(_PLACES)} with the tracking link."
-    if kind == 2:
-        return f"{rng.choice(_STREAM_SUBJECTS)} {rng.choice(_STREAM_VERBS)} {rng.choice(_HOW)}."
-    if kind == 3:
-        days = rng.randint(2, 14)
-        return f"If nobody is home, the courier keeps your parcel {rng.choice(_PLACES)} for {days} days."
-    return f"We will write to you when your order {rng.choice(_SHIP_VERBS)}, {rng.choice(_WHEN)} at the latest."
+# Answers: the running example, or sentences from the word bank (lessonkit.core.wordbank).
 
 
 def _sentence_tokens(rng: random.Random, first: bool) -> list[str]:
-    text = _sentence(rng)
+    text = wordbank.sentence(rng)
     return tokenize(text if first else " " + text)
 
 
@@ -327,8 +274,8 @@ class Timing:
 class Envelope:
     """What names one response in its events: the model, when it was created, its id.
 
-    With response_id None the id is made from the answer's text ("chatcmpl-sim..."
-    or "msg_sim..."), so the same answer always gets the same id.
+    With response_id None the id is made from the answer's text ("chatcmpl-sim...",
+    "msg_sim..." or "resp_sim..."), so the same answer always gets the same id.
     """
 
     model: str = "lessonkit-sim"
@@ -340,7 +287,10 @@ class Envelope:
         if self.response_id is not None:
             return self.response_id
         digest = f"{zlib.crc32(answer.text.encode('utf-8')):08x}"
-        return f"msg_sim{digest}" if dialect == "anthropic" else f"chatcmpl-sim{digest}"
+        return _ID_PREFIXES.get(dialect, "chatcmpl-sim") + digest
+
+
+_ID_PREFIXES = {"anthropic": "msg_sim", "responses": "resp_sim"}
 
 
 @dataclass(frozen=True)
@@ -374,10 +324,14 @@ class EventSourceOptions:
         return min(_resume_index(self.resume_after_id), n_tokens)
 
 
-DialectOptions = OpenAIOptions | EventSourceOptions
+DialectOptions = OpenAIOptions | EventSourceOptions | ResponsesOptions
 
 # Which dialect each options class belongs to; the others take none.
-_OPTIONS_FOR = {"openai": OpenAIOptions, "eventsource": EventSourceOptions}
+_OPTIONS_FOR = {
+    "openai": OpenAIOptions,
+    "eventsource": EventSourceOptions,
+    "responses": ResponsesOptions,
+}
 
 
 # ---------------------------------------------------------------------------
@@ -560,12 +514,21 @@ def _anthropic_writes(plan: _Plan) -> Writes:
     return opening, per_token, closing
 
 
+def _responses_writes(plan: _Plan) -> Writes:
+    """The Responses API's typed events (lessonkit.core.responses)."""
+    assert isinstance(plan.options, ResponsesOptions)
+    envelope = plan.envelope
+    return responses.writes(plan.answer, rid=plan.rid, created_at=envelope.created,
+                            model=envelope.model, options=plan.options)  # fmt: skip
+
+
 # Each dialect's writer, as h11 keeps its readers in a table.
 _WRITERS = {
     "lesson": _lesson_writes,
     "eventsource": _eventsource_writes,
     "openai": _openai_writes,
     "anthropic": _anthropic_writes,
+    "responses": _responses_writes,
 }
 
 
@@ -586,6 +549,8 @@ def stream_writes(
     lesson's events with `id: <token index>`, a leading `retry:` and a final
     `event: done`). In "lesson" and "eventsource" the last token's event also
     carries "finish_reason". Anthropic always reports usage.
+    "responses": the Responses API's typed events (lessonkit.core.responses), with
+    ResponsesOptions(max_output_tokens=..., fail_after_tokens=...) as its options.
 
     `timing` says when each token is made, `envelope` what names the response,
     `options` is the dialect's own: OpenAIOptions(include_usage=...) for
@@ -608,6 +573,7 @@ def stream_writes(
     times = timing.token_times_ms(len(answer.tokens) - first_index)
     plan = _Plan(answer, first_index, envelope, envelope.id_for(answer, dialect), options)
     opening, per_token, closing = _WRITERS[dialect](plan)
+    times = times[: len(per_token)]  # a stream that fails part way sends fewer tokens
     end_ms = times[-1] if times else float(timing.prefill_ms)
     schedule = [(0.0, data) for data in opening]
     schedule += list(zip(times, per_token, strict=True))
@@ -647,15 +613,19 @@ def blocking_body(
     *,
     timing: Timing = Timing(),
     envelope: Envelope = Envelope(),
+    options: ResponsesOptions | None = None,
 ) -> tuple[float, bytes]:
     """Return (at_ms when the whole answer exists, the JSON body of a non-streaming reply).
 
-    "openai": a chat.completion object; "anthropic": a message object;
+    "openai": a chat.completion object; "anthropic": a message object; "responses":
+    a Response object (`options`: ResponsesOptions, the only dialect with options here);
     "lesson": {"text", "finish_reason", "usage"}. Nothing can be sent before
     the last token is generated: at_ms = prefill_ms + n_tokens * per_token_ms
     (later with jitter: the last token's time).
     """
     _check_dialect(dialect)
+    if options is not None and dialect != "responses":
+        raise ValueError(f"a blocking reply takes options only in 'responses', not {dialect!r}")
     at_ms = timing.done_ms(len(answer.tokens))
     rid = envelope.id_for(answer, dialect)
     created, model = envelope.created, envelope.model
@@ -689,6 +659,12 @@ def blocking_body(
                 "output_tokens": answer.completion_tokens,
             },
         }
+    elif dialect == "responses":
+        options = options or ResponsesOptions()
+        body = responses.response_object(answer, rid=rid, created_at=created, model=model,
+                                         options=options)  # fmt: skip
+        if options.fails(len(answer.tokens)):  # the failure comes with its last token
+            at_ms = timing.done_ms(options.fail_after_tokens or 0)
     elif dialect == "lesson":
         body = {"text": answer.text, "finish_reason": answer.finish_reason, "usage": answer.usage()}
     else:

@@ -4,6 +4,7 @@ Endpoints (docs/learning.md, "The local server", lists them with their options):
 
     POST /v1/chat/completions   OpenAI-compatible, streaming and not
     POST /v1/messages           Anthropic-compatible, streaming and not
+    POST /v1/responses          OpenAI Responses API, streaming and not (+ fail_after_tokens)
     GET  /v1/stream             plain SSE for the browser's EventSource (id:, retry:, resume)
     GET  /v1/models             the one model this server pretends to be
     GET  /v1/stats              counters: active_streams, tokens_generated, ...
@@ -37,6 +38,7 @@ from lessonkit.serve.checks import (
     Pace,
     Settings,
     error_response,
+    input_text,
     json_field,
     last_user_text,
     message_text,
@@ -150,10 +152,13 @@ def _blocking(
     pace: Pace,
     dialect: str,
     envelope: llm.Envelope,
+    options: llm.ResponsesOptions | None = None,
 ) -> TimedResponse:
     """Return a non-streaming answer: one JSON body, due when the last token exists."""
     timing = timing_for(pace, state.settings)
-    at_ms, body = llm.blocking_body(answer, dialect, timing=timing, envelope=envelope)
+    at_ms, body = llm.blocking_body(
+        answer, dialect, timing=timing, envelope=envelope, options=options
+    )
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
@@ -248,6 +253,37 @@ async def event_stream(request: Request) -> TimedResponse | Response:
     return _stream(state, request, answer, pace, dialect, envelope, resume)
 
 
+async def responses_api(request: Request) -> TimedResponse:
+    """POST /v1/responses: the OpenAI Responses API, streaming or not.
+
+    ``max_output_tokens`` ends the answer with ``response.incomplete``. The query
+    parameter ``fail_after_tokens=N`` (beside the other faults) makes the model fail
+    after N tokens: the stream ends with ``response.failed``, and the non-streamed
+    Response has status "failed".
+    """
+    state: ServerState = request.app.state.lessonkit
+    pace = read_pace(request.query_params, state.settings)
+    fail_after = query_number(request.query_params, "fail_after_tokens", integer=True)
+    body = await read_json_body(request, state.settings.max_body_bytes)
+    json_field(body, "model", (str,), required=True)
+    if body.get("input") is None:
+        raise BadRequest("Missing required parameter: 'input'", param="input")
+    prompt = input_text(body["input"])
+    json_field(body, "instructions", (str,))
+    stream = json_field(body, "stream", (bool,)) or False
+    max_output_tokens = positive_int(body, "max_output_tokens")
+    stream_options = json_field(body, "stream_options", (dict,)) or {}
+    json_field(stream_options, "include_obfuscation", (bool,))  # checked; never padded here
+    answer = llm.answer_for(prompt, max_tokens=max_output_tokens)
+    options = llm.ResponsesOptions(max_output_tokens, fail_after_tokens=fail_after)
+    envelope = llm.Envelope(
+        model=state.settings.model, created=int(time.time()), response_id=state.next_id("resp_")
+    )
+    if stream:
+        return _stream(state, request, answer, pace, "responses", envelope, options)
+    return _blocking(state, request, answer, pace, "responses", envelope, options)
+
+
 async def models(request: Request) -> JSONResponse:
     """GET /v1/models: the one model this server simulates, in OpenAI's list format."""
     state: ServerState = request.app.state.lessonkit
@@ -302,6 +338,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/responses", responses_api, methods=["POST"]),
         Route("/v1/stream", event_stream, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/stats", stats, methods=["GET", "DELETE"]),

@@ -232,6 +232,56 @@ def last_user_text(messages: list, roles: tuple[str, ...]) -> str:
     return prompt
 
 
+def input_text(value: Any) -> str:
+    """Return the prompt of a Responses API ``input``: the string, or the last user message's text.
+
+    ``input`` is a string, or a list of input items: messages ``{"role", "content"}``
+    (``"type": "message"`` may be given) whose content is a string or a list of parts;
+    the text parts are ``input_text`` (and ``output_text`` in earlier assistant turns).
+    Other items (tool calls and their outputs, reasoning) are passed over.
+    """
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise BadRequest("'input' must be a string or an array of input items", param="input")
+    if not value:
+        raise BadRequest("'input' must contain at least one item", param="input")
+    prompt = None
+    for i, item in enumerate(value):
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise BadRequest(f"{where} must be an object", param=where)
+        if "role" not in item and item.get("type", "message") != "message":
+            continue  # a function call, its output, a reasoning item: no prompt text
+        role = item.get("role")
+        if role not in ("user", "assistant", "system", "developer"):
+            raise BadRequest(
+                f"{where}.role must be one of user, assistant, system, developer", param=where
+            )
+        text = _input_content(item.get("content"), where)
+        if role == "user":
+            prompt = text
+    if prompt is None:
+        raise BadRequest("'input' must contain a user message", param="input")
+    return prompt
+
+
+def _input_content(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise BadRequest(f"{where}.content must be a string or an array of parts", param=where)
+    texts = []
+    for i, part in enumerate(content):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise BadRequest(f"{where}.content[{i}] must be an object with a 'type'", param=where)
+        if part["type"] in ("input_text", "output_text", "text"):
+            if not isinstance(part.get("text"), str):
+                raise BadRequest(f"{where}.content[{i}].text must be a string", param=where)
+            texts.append(part["text"])
+    return "".join(texts)
+
+
 @dataclass(frozen=True)
 class Pace:
     """The timing and faults of one request, read from its query parameters."""
