@@ -4,24 +4,25 @@
     check("read_stream", read_stream)     # exercise id = the function's name
 
 May import: the standard library, ``lessonkit.core``, ``cloudpickle`` (inside
-``runners``) and the modules of this package (``guard`` and ``sandbox`` need
-nothing but the standard library and each other). IPython only inside the
-notebook display, httpx only inside ``http_fetch``. Never ``lessonkit.lab``, except the colours of the notebook's
+``timed_calls``), ``jinja2`` (inside ``report``) and the modules of this
+package (``guard`` and ``sandbox`` need nothing but the standard library and
+each other). IPython only inside the notebook display, httpx only inside
+``http_fetch``. Never ``lessonkit.lab``, except the colours of the notebook's
 feedback box (``lessonkit.lab.views.FEEDBACK_COLOURS``, imported inside
 ``feedback_html``); never ``lessonkit.serve``, except inside ``live_resume``
 (exercise 5's live demo against the real server).
 
 The exercises, and how one is judged:
 
-    engine       Case, Rule, Exercise/Answers, the outcome types, Finding, Report; evaluate()
+    engine       Case, Rule, the Exercise base class, the outcome types, Finding, Report; evaluate()
     feedback     the feedback text (the root bug in full, others by name) and the HTML box
-    codec        values across a process boundary as JSON; the learner's line that raised
-    streams      what the stream-reader exercises share: chunk cases, cuts, shape, diagnosis
+    codec        values across a process boundary as JSON; one call's reply; the line that raised
+    streams      what the stream-reader exercises share: chunk cases, cuts, ReaderExercise
     mistakes     the classic reader mistakes as code, to name the one a learner made
     ex1_response_times, ex2_read_stream, ex3_now_change_it, ex4_read_anthropic,
     ex5_resume, ex6_parse_sse
-                 one module per exercise: its rules and points, reference, hints, what
-                 from lessonkit it may use
+                 one module per exercise, a small class: its rules and points, reference,
+                 hints, what from lessonkit it may use
     exercises    EXERCISES: exercise id -> Exercise (the one import circle: it is the registry)
     integrity    the course's own answers in learner code: calls, pasted code, held data
 
@@ -29,17 +30,18 @@ Running learner code:
 
     channel      the caller's end of the JSON-lines protocol with the process running it
     child        that process: python -m lessonkit.grading.child (grading; --worker for check)
-    runners      check's runners: a worker process, or this process under a time budget
+    timed_calls  check's calls under a time limit: a worker process, or this process
     notebook     check(), try_it, practice_fetch, live_resume: what the exercise notebooks call
 
 `lessonkit grade`, as its four steps:
 
     roster       1. find the submissions: one per learner from any LMS layout, the rest listed
-    runner       2. run each learner in its sandbox: LearnerHost, NotebookRun
+    run          2. run each learner's notebooks in their sandbox: LearnerHost, NotebookRun
     sandbox      ... bubblewrap and rlimits around the child; its Report
     guard        ... inside the sandbox, first: names the attempts the OS refuses
     grade        3. judge each exercise (engine) for every learner; the command itself
-    report       4. write the outputs: Row, grades CSVs, gradebook imports, feedback, report
+    report       4. write the outputs: Row, grades CSVs, feedback, the class report (templates/)
+    gradebooks   ... the Moodle worksheet and the Canvas import, as their importers read them
     assign       `lessonkit assign`: the exercise notebooks, generated from the solutions
 """
 

@@ -32,8 +32,6 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["MarkerError", "assign", "configure_parser", "exercise_notebook", "main", "stub_code"]
-
 BEGIN = "### BEGIN SOLUTION"
 STUB = "### STUB"
 END = "### END SOLUTION"

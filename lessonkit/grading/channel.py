@@ -28,17 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lessonkit.grading.codec import Served, line_at, to_jsonable
-from lessonkit.grading.engine import (
-    PROCESS_ENDED,
-    Case,
-    Ended,
-    Outcome,
-    Returned,
-    TimedOut,
-    raised,
-)
-
-__all__ = ["Channel", "ChildGone", "Garbled"]
+from lessonkit.grading.engine import PROCESS_ENDED, Case, Ended, Outcome, TimedOut, outcome_of
 
 MAX_REPLY_BYTES = 64 << 20
 
@@ -101,12 +91,9 @@ class Channel:
             os.close(self._read_fd)
         self._lines.put(None)
 
-    def send(self, message: dict) -> None:
-        """Send one message; a dead child raises ChildGone."""
-        self.send_line(json.dumps(message))
-
-    def send_line(self, line: str) -> None:
-        """Send one JSON text as a line; a dead child raises ChildGone."""
+    def send(self, message: dict | str) -> None:
+        """Send one message (or its JSON text) as a line; a dead child raises ChildGone."""
+        line = message if isinstance(message, str) else json.dumps(message)
         data = memoryview((line + "\n").encode("utf-8"))
         try:
             while data:
@@ -154,7 +141,7 @@ class Channel:
         outcomes: list[Outcome] = []
         try:
             head = json.dumps({"op": "calls", "name": name, "limit_s": limit_s})
-            self.send_line(f'{head[:-1]}, "cases": [{",".join(encode(c) for c in cases)}]}}')
+            self.send(f'{head[:-1]}, "cases": [{",".join(encode(c) for c in cases)}]}}')
             wait_s = self.wall_wait_s(limit_s)
             for fake in fakes:
                 message = self.receive(wait_s)
@@ -181,8 +168,6 @@ class Channel:
         return limit_s * factor + self.grace_s
 
     def _serve_fetch(self, fake: Any, last_event_id: Any) -> None:
-        if last_event_id is not None and not isinstance(last_event_id, str):
-            last_event_id = str(last_event_id)
         try:
             chunks = fake(last_event_id)
         except RuntimeError as exc:
@@ -234,28 +219,8 @@ def _outcome(message: dict | None, fake: Any, files: Mapping[str, str]) -> Outco
     A worker cannot read a notebook cell's source; the line it names is read
     here, from ``files`` (code name -> file) when the worker's copy lost it.
     """
-    requests = _requests(fake)
-    if message is None:
-        return TimedOut(requests=requests)
-    listed = message.get("used")
-    used = tuple(str(u)[:200] for u in listed[:20]) if isinstance(listed, list) else ()
-    op = message.get("op")
-    if op == "result":
-        return Returned(value=message.get("value"), requests=requests, used=used)
-    if op == "timeout":
-        return TimedOut(requests=requests, used=used)
-    if op == "exited":
-        return Ended(requests=requests, used=used)
-    if op == "raised":
-        where, detail, at = message.get("where"), message.get("detail"), message.get("at")
+    if message is not None and message.get("op") == "raised":
+        where, at = message.get("where"), message.get("at")
         if isinstance(where, str) and ":" not in where and isinstance(at, list) and len(at) == 3:
-            where = line_at(files.get(str(at[2]), str(at[0])), int(at[1]))
-        return raised(
-            str(message.get("type", "Exception")),
-            str(message.get("message", "")),
-            where=str(where) if where else None,
-            detail=str(detail) if detail is not None else None,
-            requests=requests,
-            used=used,
-        )
-    return Ended(reason="the process running the code sent an unexpected reply", requests=requests)
+            message = {**message, "where": line_at(files.get(str(at[2]), str(at[0])), int(at[1]))}
+    return outcome_of(message, _requests(fake))

@@ -15,7 +15,7 @@ Two uses:
   (``guard.child_setup``), imports the course once, then runs the learner's
   notebooks one after the other, each in a namespace of its own. A timer stops
   a call after its limit of CPU time (see ``CPU_TIMER``) and the cells after the
-  notebook's wall-clock time (``--timeout``). A notebook whose code ends the
+  notebook's wall-clock time (``--timeout``), raising ``codec.TimeUp`` in them. A notebook whose code ends the
   process ends the child: the grader starts a fresh sandbox for what is left.
 * ``check`` in a notebook (``--worker``): a worker started for one check. Its
   first message is the learner's function, pickled by value with what it refers
@@ -29,7 +29,6 @@ The protocol is one JSON object per line. Grader -> child, on stdin::
                                                 answers {"op": "ready", "cpu_limit": true})
     {"op": "notebook", "cells": [source, ...], "names": [...], "values": [...], "exec_limit_s": 30}
     {"op": "calls", "name": "read_stream", "cases": [[arg, ...], ...], "limit_s": 3}
-    {"op": "call", "name": "read_stream", "args": [...], "limit_s": 3}
     {"op": "value", "name": "now_change_it"}
     {"op": "fetched", "chunks": [...]}   /   {"op": "fetch_failed", "message": "..."}
     {"op": "quit"}     (ends the notebook; a second one, or the end of input, ends the child)
@@ -61,74 +60,38 @@ import os
 import pickle
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lessonkit.grading import guard
 from lessonkit.grading.codec import (
+    TimeUp,
+    call_reply,
     decode_args,
-    error_detail,
     from_jsonable,
-    learner_frame,
     learner_line,
-    materialize,
     message_of,
     to_jsonable,
 )
 from lessonkit.grading.integrity import Catalogue, Recorder
-
-__all__ = ["Wire", "main", "run_cells", "serve"]
-
-
-class CallTimeout(BaseException):
-    """Raised inside the learner's code when its time is up (a BaseException on purpose)."""
-
-
-class _Discard(io.TextIOBase):
-    """A text stream that forgets everything written to it."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def writable(self) -> bool:
-        return True
 
 
 class Wire:
     """JSON lines over two file descriptors."""
 
     def __init__(self, read_fd: int, write_fd: int) -> None:
-        self.read_fd = read_fd
-        self.write_fd = write_fd
-        self.buffer = b""
+        self.reader = os.fdopen(read_fd, "rb")
+        self.writer = os.fdopen(write_fd, "wb")
 
     def send(self, message: dict) -> None:
         """Send one message."""
-        data = (json.dumps(message, allow_nan=True) + "\n").encode("utf-8")
-        view = memoryview(data)
-        while view:
-            written = os.write(self.write_fd, view)
-            view = view[written:]
+        self.writer.write(json.dumps(message, allow_nan=True).encode("utf-8") + b"\n")
+        self.writer.flush()
 
     def receive(self) -> dict | None:
         """Return the next message, or None at the end of input."""
-        while b"\n" not in self.buffer:
-            piece = os.read(self.read_fd, 1 << 16)
-            if not piece:
-                return None
-            self.buffer += piece
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-
-def _arm(limit_s: float | None) -> None:
-    """Stop the notebook's cells after ``limit_s`` seconds of wall time (its --timeout)."""
-    if limit_s:
-        signal.setitimer(signal.ITIMER_REAL, limit_s)
-
-
-def _disarm() -> None:
-    signal.setitimer(signal.ITIMER_REAL, 0)
+        line = self.reader.readline()
+        return json.loads(line) if line else None
 
 
 # One call's limit counts the CPU time this process spends (ITIMER_PROF: user plus system
@@ -139,62 +102,39 @@ def _disarm() -> None:
 CPU_TIMER = getattr(signal, "ITIMER_PROF", None)
 
 
-def _arm_cpu(limit_s: float | None) -> None:
-    if limit_s and CPU_TIMER is not None:
-        signal.setitimer(CPU_TIMER, limit_s)
-
-
-def _disarm_cpu() -> None:
-    if CPU_TIMER is not None:
-        signal.setitimer(CPU_TIMER, 0)
+@contextlib.contextmanager
+def time_limit(limit_s: float | None, timer: int | None = CPU_TIMER) -> Iterator[None]:
+    """Raise TimeUp in the block once ``limit_s`` seconds of ``timer``'s time have passed."""
+    if timer is None or not limit_s:
+        yield
+        return
+    signal.setitimer(timer, limit_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(timer, 0)
 
 
 def _catch_time_limits() -> None:
-    """Make both timers raise CallTimeout in the learner's code."""
-    signal.signal(signal.SIGALRM, _on_alarm)
+    """Make both timers raise TimeUp in the learner's code."""
+    signal.signal(signal.SIGALRM, _time_up)
     if CPU_TIMER is not None:
-        signal.signal(signal.SIGPROF, _on_alarm)
+        signal.signal(signal.SIGPROF, _time_up)
 
 
-def _on_alarm(signum: int, frame: Any) -> None:
-    raise CallTimeout
+def _time_up(signum: int, frame: Any) -> None:
+    raise TimeUp
 
 
 def _call(
-    target: Callable[..., Any],
-    args: list,
-    limit_s: Any,
-    use_alarm: bool,
-    recorder: Recorder,
-    watch: bool = True,
+    target: Callable[..., Any], args: list, limit_s: Any, recorder: Recorder, watch: bool
 ) -> dict:
     """Return the reply to one call of the learner's function, with the course answers it used.
 
     ``watch`` False runs the call without the recorder (see ``watched``).
     """
     with recorder.recording() if watch else contextlib.nullcontext():
-        try:
-            if use_alarm:
-                _arm_cpu(limit_s)
-            try:
-                value = materialize(target(*args))
-            finally:
-                if use_alarm:
-                    _disarm_cpu()
-            reply = {"op": "result", "value": to_jsonable(value)}
-        except CallTimeout:
-            reply = {"op": "timeout"}
-        except SystemExit:
-            reply = {"op": "exited"}  # the function tried to end the process
-        except BaseException as exc:  # KeyboardInterrupt too: report it
-            reply = {
-                "op": "raised",
-                "type": type(exc).__name__,
-                "message": message_of(exc),
-                "where": learner_line(exc.__traceback__),
-                "at": learner_frame(exc.__traceback__),
-                "detail": error_detail(exc),
-            }
+        reply = call_reply(target, args, time_limit(limit_s), everything=True)
     used = recorder.take()
     if used:
         reply["used"] = used
@@ -215,8 +155,8 @@ def watched(index: int) -> bool:
     return index < WATCH_FIRST or index % WATCH_EVERY == 0
 
 
-def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool, recorder: Recorder) -> None:
-    """Answer call, calls and value requests until "quit" or the end of input."""
+def serve(wire: Wire, lookup: Callable[[str], Any], *, recorder: Recorder) -> None:
+    """Answer calls and value requests until "quit" or the end of input."""
 
     def fetch(last_event_id: str | None = None) -> list[bytes]:
         if last_event_id is not None and not isinstance(last_event_id, str):
@@ -235,18 +175,15 @@ def serve(wire: Wire, lookup: Callable[[str], Any], *, use_alarm: bool, recorder
             return
         name = request.get("name", "")
         target = lookup(name)
-        op = request.get("op")
-        if op == "value":
+        if request.get("op") == "value":
             wire.send({"op": "result", "value": to_jsonable(target)})
             continue
-        batch = request.get("cases", []) if op == "calls" else [request.get("args", [])]
-        for index, args in enumerate(batch):
+        for index, args in enumerate(request.get("cases", [])):
             if not callable(target):
                 reply = {"op": "raised", "type": "LookupError", "message": f"no function {name}"}
             else:
                 call_args = decode_args(args, fetch)
-                limit_s, watch = request.get("limit_s"), watched(index)
-                reply = _call(target, call_args, limit_s, use_alarm, recorder, watch)
+                reply = _call(target, call_args, request.get("limit_s"), recorder, watched(index))
             wire.send(reply)
             if reply["op"] == "timeout":
                 break
@@ -291,7 +228,7 @@ def run_cells(
     too_long = f"the notebook's code did not finish within {shown_limit_s or exec_limit_s:g} s" + (
         " (--timeout)" if shown_limit_s else ""
     )
-    _arm(exec_limit_s)
+    signal.setitimer(signal.ITIMER_REAL, exec_limit_s)  # the notebook's wall-clock time
     try:
         for index, source in enumerate(cells):
             filename = f"<cell {index + 1}>"
@@ -299,7 +236,7 @@ def run_cells(
             linecache.cache[filename] = (len(code_text), None, code_text.splitlines(True), filename)
             try:
                 exec(compile(code_text, filename, "exec"), namespace)
-            except CallTimeout:
+            except TimeUp:
                 stopped = too_long
                 errors.append({"cell": index + 1, "error": stopped})
                 break
@@ -308,18 +245,16 @@ def run_cells(
                 errors.append({"cell": index + 1, "error": "SystemExit (exit() was called)"})
                 break
             except BaseException as exc:
-                where = learner_line(exc.__traceback__)
-                message = f"{type(exc).__name__}: {message_of(exc)}"
+                kind = type(exc).__name__
                 errors.append(
                     {
                         "cell": index + 1,
-                        "error": message,
-                        "where": where,
-                        "type": type(exc).__name__,
+                        "error": f"{kind}: {message_of(exc)}",
+                        "where": learner_line(exc.__traceback__),
+                        "type": kind,
+                        "errno": exc.errno if isinstance(exc, OSError) else None,
                     }
                 )
-                if isinstance(exc, OSError) and exc.errno is not None:
-                    errors[-1]["errno"] = exc.errno
             finally:
                 for name in names:
                     if callable(namespace.get(name)):
@@ -327,22 +262,21 @@ def run_cells(
                 for name in values:
                     if isinstance(namespace.get(name), dict):
                         found[name] = namespace[name]
-    except CallTimeout:
+    except TimeUp:
         stopped = too_long
     finally:
-        _disarm()
+        signal.setitimer(signal.ITIMER_REAL, 0)
     return found, errors, stopped
 
 
 def run_notebook(wire: Wire, setup: dict, catalogue: Catalogue) -> None:
     """Run one notebook's cells (recording course answers they call), report, then serve calls."""
-    names, values = list(setup.get("names", [])), list(setup.get("values", []))
     recorder = Recorder()
     with recorder.recording():
         found, errors, stopped = run_cells(
             list(setup.get("cells", [])),
-            names,
-            values,
+            list(setup.get("names", [])),
+            list(setup.get("values", [])),
             float(setup.get("exec_limit_s", 30)),
             setup.get("timeout_s"),
         )
@@ -359,7 +293,7 @@ def run_notebook(wire: Wire, setup: dict, catalogue: Catalogue) -> None:
             "cpu_limit": CPU_TIMER is not None,
         }
     )
-    serve(wire, found.get, use_alarm=CPU_TIMER is not None, recorder=recorder)
+    serve(wire, found.get, recorder=recorder)
 
 
 def _notebooks(wire: Wire) -> int:
@@ -382,7 +316,7 @@ def _own_pipes() -> Wire:
         os.dup2(null, fd)
     os.close(null)
     sys.stdin = io.StringIO("")
-    sys.stdout = sys.stderr = _Discard()
+    sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")
     return Wire(read_fd, write_fd)
 
 
@@ -408,9 +342,8 @@ def worker_main() -> int:
     if first is None or first.get("op") != "function":
         return 2
     fn = pickle.loads(base64.b64decode(first["pickle"]))  # sent by the learner's own kernel
-    cpu_limit = CPU_TIMER is not None
-    wire.send({"op": "ready", "cpu_limit": cpu_limit})  # the limits count from here
-    serve(wire, {str(first.get("name")): fn}.get, use_alarm=cpu_limit, recorder=Recorder())
+    wire.send({"op": "ready", "cpu_limit": CPU_TIMER is not None})  # the limits count from here
+    serve(wire, {str(first.get("name")): fn}.get, recorder=Recorder())
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Values across a process boundary: ``to_jsonable(value)`` and back, and where code raised.
+"""Values across a process boundary: ``to_jsonable(value)`` and back, and one call's reply.
 
 The learner's function may run in another process (``python -m
 lessonkit.grading.child``); what it returns comes back as JSON:
@@ -6,10 +6,15 @@ bytes as ``{"__bytes__": base64}``, tuples as lists, anything else as its repr
 (``{"__repr__": ..., "__type__": ...}``). A generator's items are collected
 first (``materialize``), so ``yield`` is a fine way to write an answer. A list of
 chunks, the usual argument, travels as one base64 text and the chunk sizes.
+``show_plain`` prints a value in its JSON form as Python would print it.
 
 An argument that must stay in the grader's process (exercise 5's scripted
 server) is a ``Served``: it crosses as a placeholder, and the learner's code
 gets a ``fetch`` that asks the grader for each connection's chunks.
+
+``call_reply(fn, args)`` is one call of the learner's function, told as the
+child's reply (result, raised, exited or timeout): every way of running it
+(the sandboxed child, check's worker, this process) builds its reply here.
 
 Pure: no clocks, sockets or widgets.
 """
@@ -21,22 +26,9 @@ import linecache
 import os
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from itertools import accumulate
 from typing import Any
-
-__all__ = [
-    "SHOWN_CHARS",
-    "Served",
-    "decode_args",
-    "encode_args",
-    "error_detail",
-    "from_jsonable",
-    "learner_frame",
-    "learner_line",
-    "line_at",
-    "materialize",
-    "message_of",
-    "to_jsonable",
-]
 
 SHOWN_CHARS = 600  # longest input or value quoted in feedback
 # Frames in these folders are the course's or Python's, not the learner's (see learner_line).
@@ -86,6 +78,24 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     return {"__repr__": shown[:SHOWN_CHARS], "__type__": type(value).__name__}
 
 
+def type_name(value: Any) -> str:
+    """Return "a str", "a list or tuple", ... for a value in its JSON form."""
+    if isinstance(value, dict) and "__type__" in value:
+        return f"a {value['__type__']}"
+    if isinstance(value, list):
+        return "a list or tuple"
+    return f"a {type(value).__name__}"
+
+
+def show_plain(value: Any) -> str:
+    """Return a value in its JSON form as Python would print it (bytes as bytes)."""
+    if isinstance(value, dict) and value.get("__type__") == "answer":
+        return value["__repr__"]
+    if isinstance(value, dict) and "__repr__" in value:
+        return f"{value['__repr__']} (a {value.get('__type__', 'object')})"
+    return repr(from_jsonable(value))
+
+
 def materialize(value: Any) -> Any:
     """Return a list for a generator or iterator result (``yield`` is a fine way to write it)."""
     if isinstance(value, (str, bytes, bytearray, list, tuple, dict)):
@@ -111,11 +121,8 @@ def from_jsonable(value: Any) -> Any:
 def _chunks(encoded: Any, sizes: list) -> list[bytes]:
     """Return the list of chunks that ``to_jsonable`` packed as one base64 text and sizes."""
     data = base64.b64decode(encoded)
-    out, start = [], 0
-    for size in sizes:
-        out.append(data[start : start + int(size)])
-        start += int(size)
-    return out
+    sizes = [int(size) for size in sizes]
+    return [data[end - size : end] for size, end in zip(sizes, accumulate(sizes), strict=True)]
 
 
 def encode_args(args: Sequence[Any]) -> list[Any]:
@@ -132,6 +139,43 @@ def decode_args(args: Sequence[Any], fetch: Callable[..., Any] | None = None) ->
         else:
             out.append(from_jsonable(arg))
     return out
+
+
+class TimeUp(BaseException):
+    """Raised inside the learner's code when its time is up (a BaseException on purpose)."""
+
+
+def call_reply(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    limit: AbstractContextManager | None = None,
+    *,
+    everything: bool = False,
+) -> dict:
+    """Return the reply to ``fn(*args)`` run inside ``limit`` (a time limit that raises TimeUp).
+
+    The reply is {"op": "result", "value": ...}, "raised" (type, message, the
+    learner's line), "exited" (sys.exit) or "timeout". ``everything``: report
+    a KeyboardInterrupt too (the child does; in a kernel it interrupts the cell).
+    """
+    caught = BaseException if everything else Exception
+    try:
+        with limit or nullcontext():
+            value = materialize(fn(*args))
+    except TimeUp:
+        return {"op": "timeout"}
+    except SystemExit:
+        return {"op": "exited"}  # the function tried to end the process
+    except caught as exc:
+        return {
+            "op": "raised",
+            "type": type(exc).__name__,
+            "message": message_of(exc),
+            "where": learner_line(exc.__traceback__),
+            "at": learner_frame(exc.__traceback__),
+            "detail": error_detail(exc),
+        }
+    return {"op": "result", "value": to_jsonable(value)}
 
 
 def message_of(exc: BaseException) -> str:

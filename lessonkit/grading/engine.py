@@ -1,17 +1,20 @@
 """Learner function versus reference, over many inputs: ``evaluate(exercise, calls, mode) -> Report``.
 
-* **An exercise is data.** An ``Exercise`` (id, title, points) is a tuple of
-  ``Rule`` objects plus a reference and a few small functions that say how a
-  result is compared (``same``), checked for shape (``shape``: "must return a
-  tuple") and shown (``show_input``, ``show_value``). ``Answers`` is the kind
-  of exercise whose learner fills in a dict instead of writing a function. A
-  ``Rule`` is one behaviour in words ("a character split across chunks
-  survives"), its points, a hint, the mistake it is about (``cause``) and its
-  inputs (``Case``). Reference answers are computed, never stored.
+* **An exercise is a small class of data.** A subclass of ``Exercise`` gives
+  its id, title, ``reference(case)`` and ``make_rules()``: ``Rule`` objects,
+  each one behaviour in words ("a character split across chunks survives"),
+  its points, a hint, the mistake it is about (``cause``) and its inputs
+  (``Case``). It may override how a result is compared (``same``), checked
+  for shape (``shape``: "must return a tuple") and shown (``show_input``,
+  ``show_value``), and name the mistake behind a failure (``diagnose``). The
+  checking is written once, here. ``Answers`` is the kind of exercise whose
+  learner fills in a dict instead of writing a function. Reference answers
+  are computed, never stored.
 * **An outcome is a type.** How one call ended: ``Returned`` (a value),
   ``Raised`` (an exception; ``NotWritten`` for the stub's
   NotImplementedError), ``TimedOut`` or ``Ended`` (the process running it
-  ended). The last two stop checking.
+  ended). The last two stop checking. ``outcome_of(reply)`` reads one from
+  the reply a call gives (``codec.call_reply``).
 * **Points.** A rule earns its points only when every one of its cases passes;
   an exercise's points are the sum of its rules' points.
 * **Public vs hidden.** ``Rule(hidden=True)`` runs only at grading
@@ -35,7 +38,7 @@
 The caller hands ``evaluate`` a ``Calls`` function, ``calls(cases) ->
 [Outcome]`` (one round trip per rule; it may stop early after an outcome that
 stops). This module never runs learner code under a time limit itself:
-``lessonkit.grading.runners`` does for ``check``, the sandboxed child for
+``lessonkit.grading.timed_calls`` does for ``check``, the sandboxed child for
 ``lessonkit grade``. Pure: no clocks, sockets or processes.
 """
 
@@ -43,49 +46,11 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
-from lessonkit.grading.codec import (
-    SHOWN_CHARS,
-    Served,
-    encode_args,
-    error_detail,
-    learner_line,
-    materialize,
-    message_of,
-    to_jsonable,
-)
-
-__all__ = [
-    "CALL_LIMIT_S",
-    "DEFAULT_SEED",
-    "LOOP_HINT",
-    "PROCESS_ENDED",
-    "Answers",
-    "Calls",
-    "Case",
-    "Ended",
-    "Evaluation",
-    "Exercise",
-    "Finding",
-    "Mode",
-    "NotWritten",
-    "Outcome",
-    "Plan",
-    "Raised",
-    "Report",
-    "Returned",
-    "Rule",
-    "TimedOut",
-    "call_in_process",
-    "evaluate",
-    "evaluate_answers",
-    "in_process",
-    "raised",
-    "unanswered",
-]
+from lessonkit.grading.codec import SHOWN_CHARS, encode_args, show_plain, to_jsonable
 
 CALL_LIMIT_S = 3.0  # one call of the learner's function
 DEFAULT_SEED = 0  # hidden inputs when no seed is given (tests); `lessonkit grade` draws its own
@@ -162,6 +127,35 @@ def raised(error_type: str, message: str = "", **more: Any) -> Raised:
     return kind(error_type=error_type, message=message, **more)
 
 
+def outcome_of(reply: dict | None, requests: tuple | None = None) -> Outcome:
+    """Return the Outcome a reply of ``codec.call_reply`` stands for (None: no reply in time).
+
+    ``requests``: the Last-Event-IDs a served fetch recorded during the call.
+    """
+    if reply is None:
+        return TimedOut(requests=requests)
+    listed = reply.get("used")
+    used = tuple(str(u)[:200] for u in listed[:20]) if isinstance(listed, list) else ()
+    op = reply.get("op")
+    if op == "result":
+        return Returned(value=reply.get("value"), requests=requests, used=used)
+    if op == "timeout":
+        return TimedOut(requests=requests, used=used)
+    if op == "exited":
+        return Ended(requests=requests, used=used)
+    if op == "raised":
+        where, detail = reply.get("where"), reply.get("detail")
+        return raised(
+            str(reply.get("type", "Exception")),
+            str(reply.get("message", "")),
+            where=str(where) if where else None,
+            detail=str(detail) if detail is not None else None,
+            requests=requests,
+            used=used,
+        )
+    return Ended(reason="the process running the code sent an unexpected reply", requests=requests)
+
+
 # ---------------------------------------------------------------------------
 # An exercise as data
 
@@ -189,7 +183,7 @@ class Rule:
 
     name: str
     hint: str
-    cases: Callable[..., list[Case]] = field(repr=False)
+    cases: Callable[..., Iterable[Case]] = field(repr=False)
     hidden: bool = False
     control_hint: str = ""  # shown when every failing case's control failed too
     points: float = 1.0
@@ -201,46 +195,72 @@ class Rule:
         return list(self.cases(seed) if self.hidden else self.cases())
 
 
-@dataclass(frozen=True)
 class Exercise:
-    """A graded function: its rules, its reference and how results are compared and shown."""
+    """A graded function: subclass it with data; the checking is the same for every exercise.
 
-    id: str
-    title: str
-    points: float
-    rules: tuple[Rule, ...]
-    reference: Callable[[Case], Any] = field(repr=False)
-    shape: Callable[[Any], str | None] = field(default=lambda value: None, repr=False)
-    shape_hint: str = ""  # the hint for a result of the wrong type ("" -> the rule's hint)
-    same: Callable[[Case, Any, Any], bool] = field(
-        default=lambda case, expected, got: expected == got, repr=False
-    )
-    show_input: Callable[[Case], str] = field(default=lambda case: repr(case.args), repr=False)
-    show_value: Callable[[Any], str] = field(default=lambda value: repr(value), repr=False)
-    got_of: Callable[[Outcome], Any] = field(
-        default=lambda outcome: getattr(outcome, "value", None), repr=False
-    )
-    # The mistake behind a failure, read from what came back (an error type, a telltale
-    # text), or None: its hint is taken from `hints` (by default the rule with that cause).
-    # Called with the failing case and outcome, then the rule's other cases and outcomes
-    # (to tell apart two mistakes that give the same answer on the failing case).
-    diagnose: Callable[..., str | None] = field(
-        default=lambda case, outcome, more=(): None, repr=False
-    )
-    extra_hints: dict[str, str] = field(default_factory=dict, repr=False)
-    # What from lessonkit the function may call (module prefixes such as "lessonkit.sse"),
-    # and what to write instead of the course's answer ("reader", "timing formula").
-    allowed: tuple[str, ...] = ()
-    own_work: str = "code"
+    A subclass sets ``id`` and ``title`` and defines ``reference(case)`` and
+    ``make_rules()``; the rest has defaults. Its points are the sum of its
+    rules' points. ``extra_hints`` are hints for causes no rule is about;
+    ``allowed`` is what from lessonkit the function may call (module
+    prefixes such as "lessonkit.sse"), ``own_work`` what to write instead of
+    the course's answer ("reader", "timing formula").
+    """
 
+    id: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    shape_hint: ClassVar[str] = ""  # the hint for a result of the wrong type ("": the rule's)
+    extra_hints: ClassVar[Mapping[str, str]] = {}
+    allowed: ClassVar[tuple[str, ...]] = ()
+    own_work: ClassVar[str] = "code"
     asks_for: ClassVar[str] = "function"  # what the notebook must define under the id
     uses_words: ClassVar[str] = "your function calls it"
+
+    def __init__(self) -> None:
+        self.rules: tuple[Rule, ...] = tuple(self.make_rules())
+        self.points: float = sum(rule.points for rule in self.rules)
+
+    def make_rules(self) -> Iterable[Rule]:
+        """Return the rules, public first (from the lesson's core to its edges), then hidden."""
+        raise NotImplementedError
+
+    def reference(self, case: Case) -> Any:
+        """Return the right answer for ``case``."""
+        raise NotImplementedError
+
+    def shape(self, got: Any) -> str | None:
+        """Return what is wrong with the type of a result (in its JSON form), or None."""
+        return None
+
+    def same(self, case: Case, expected: Any, got: Any) -> bool:
+        """Return True when ``got`` is the right answer (both in their JSON form)."""
+        return expected == got
+
+    def show_input(self, case: Case) -> str:
+        """Return the input of ``case`` as the feedback shows it."""
+        return repr(case.args)
+
+    def show_value(self, value: Any) -> str:
+        """Return a result (in its JSON form) as the feedback shows it."""
+        return show_plain(value)
+
+    def got_of(self, outcome: Outcome) -> Any:
+        """Return what a call gave, as ``same`` compares it."""
+        return getattr(outcome, "value", None)
+
+    def diagnose(
+        self, case: Case, outcome: Outcome, more: Sequence[tuple[Case, Outcome]] = ()
+    ) -> str | None:
+        """Return the mistake behind a failure, read from what came back (a key of ``hints``).
+
+        ``more``: the rule's other cases and their outcomes, to tell apart two
+        mistakes that give the same answer on the failing case.
+        """
+        return None
 
     @property
     def hints(self) -> dict[str, str]:
         """Return cause -> hint: each rule's hint under its cause, plus the extra ones."""
-        found = {rule.cause: rule.hint for rule in self.rules if rule.cause}
-        return {**found, **self.extra_hints}
+        return {rule.cause: rule.hint for rule in self.rules if rule.cause} | dict(self.extra_hints)
 
     @property
     def has_hidden(self) -> bool:
@@ -248,7 +268,6 @@ class Exercise:
         return any(rule.hidden for rule in self.rules)
 
 
-@dataclass(frozen=True)
 class Answers(Exercise):
     """An exercise whose learner fills in a dict of answers; each case's args are (key,)."""
 
@@ -385,7 +404,8 @@ class Plan:
     """The sorted cases of each due rule of one exercise, their references and encodings.
 
     Built once and shared: ``lessonkit grade`` uses one plan per exercise for
-    the whole class. Its answers are computed on first use.
+    the whole class. What it derives from a case is computed on first use and
+    kept with the case (so a case's id, the key, stays its own).
     """
 
     def __init__(self, exercise: Exercise, mode: Mode = Mode()) -> None:
@@ -395,83 +415,32 @@ class Plan:
             for rule in exercise.rules
             if mode.hidden or not rule.hidden
         ]
-        self._expected: dict[int, tuple[Case, Any]] = {}
-        self._controls: dict[int, tuple[Case, Case]] = {}
-        self._encoded: dict[int, tuple[Case, str]] = {}
+        self._known: dict[tuple[str, int], tuple[Case, Any]] = {}
+
+    def _once(self, what: str, case: Case, make: Callable[[Case], Any]) -> Any:
+        known = self._known.get((what, id(case)))
+        if known is None or known[0] is not case:
+            known = self._known[what, id(case)] = (case, make(case))
+        return known[1]
 
     def control(self, case: Case) -> Case:
         """Return the control case of ``case`` (built once, so its answer is computed once)."""
-        known = self._controls.get(id(case))
-        if known is None or known[0] is not case:
-            known = self._controls[id(case)] = (case, Case(case.rule, case.control, case.size))
-        return known[1]
+        return self._once("control", case, lambda c: Case(c.rule, c.control, c.size))
 
     def expected(self, case: Case) -> Any:
         """Return the reference answer of ``case`` in its JSON form (computed once)."""
-        known = self._expected.get(id(case))
-        if known is None or known[0] is not case:
-            value = to_jsonable(self.exercise.reference(case))
-            known = self._expected[id(case)] = (case, value)  # the case is kept: its id stays
-        return known[1]
+        return self._once("expected", case, lambda c: to_jsonable(self.exercise.reference(c)))
 
     def encoded(self, case: Case) -> str:
         """Return the JSON text of the case's arguments, as sent to another process (once)."""
-        known = self._encoded.get(id(case))
-        if known is None or known[0] is not case:
-            known = self._encoded[id(case)] = (case, json.dumps(encode_args(case.args)))
-        return known[1]
-
-
-# ---------------------------------------------------------------------------
-# Calling in this process (tests, the in-process runner)
+        return self._once("encoded", case, lambda c: json.dumps(encode_args(c.args)))
 
 
 Calls = Callable[[Sequence[Case]], list[Outcome]]
 
 
-def call_in_process(fn: Callable[..., Any], case: Case) -> Outcome:
-    """Return the Outcome of ``fn(*case.args)`` here, with no time limit."""
-    fetch = next((a.serving() for a in case.args if isinstance(a, Served)), None)
-    args = [fetch if isinstance(a, Served) else a for a in case.args]
-    try:
-        value = materialize(fn(*args))
-    except Exception as exc:
-        return raised(
-            type(exc).__name__,
-            message_of(exc),
-            where=learner_line(exc.__traceback__),
-            detail=error_detail(exc),
-            requests=tuple(fetch.requests) if fetch else None,
-        )
-    return Returned(value=to_jsonable(value), requests=tuple(fetch.requests) if fetch else None)
-
-
-def in_process(fn: Callable[..., Any]) -> Calls:
-    """Return calls(cases) that calls ``fn`` on each case here, with no time limit (tests)."""
-    return lambda cases: [call_in_process(fn, case) for case in cases]
-
-
 # ---------------------------------------------------------------------------
 # Evaluation
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """One evaluation's context: the exercise, its plan, how to call the function, the mode."""
-
-    exercise: Exercise
-    plan: Plan
-    calls: Calls
-    mode: Mode
-
-
-@dataclass(frozen=True)
-class _Verdict:
-    """What judging one rule gave: its finding, every outcome seen, why checking stops."""
-
-    finding: Finding
-    outcomes: tuple[Outcome, ...]
-    stop: str = ""
 
 
 def evaluate(
@@ -490,22 +459,21 @@ def evaluate(
     ``used`` adds course answers found outside the calls: names, or {name: what
     the function holds of it} (``integrity.copies``: a pasted copy, held data).
     """
-    context = Evaluation(exercise, plan or Plan(exercise, mode), calls, mode)
+    plan = plan or Plan(exercise, mode)
     findings: list[Finding] = []
     seen: list[Outcome] = []
     stop = ""
-    for rule, cases in context.plan.rules:
+    for rule, cases in plan.rules:
         if stop:
             findings.append(
                 Finding(rule.name, False, rule.hidden, not_run=True, max_points=rule.points)
             )
             continue
-        verdict = _judge_rule(context, rule, cases)
-        if not seen and verdict.outcomes and isinstance(verdict.outcomes[0], NotWritten):
+        finding, outcomes, stop = _judge_rule(plan, calls, mode, rule, cases)
+        if not seen and outcomes and isinstance(outcomes[0], NotWritten):
             return Report(exercise, not_attempted=True, graded=mode.hidden)
-        seen += verdict.outcomes
-        findings.append(verdict.finding)
-        stop = verdict.stop
+        seen += outcomes
+        findings.append(finding)
     names = dict.fromkeys([*used, *(name for o in seen for name in o.used)])
     barred = tuple(name for name in names if not _allowed(exercise, name))
     held = used if isinstance(used, Mapping) else {}
@@ -525,96 +493,47 @@ def _allowed(exercise: Exercise, name: str) -> bool:
     return any(name == a or name.startswith(a + ".") for a in exercise.allowed)
 
 
-def _judge_rule(context: Evaluation, rule: Rule, cases: list[Case]) -> _Verdict:
-    """Return the verdict on one rule from the outcomes of its cases (and their controls)."""
-    outcomes = list(context.calls(cases)) if cases else []
+def _judge_rule(
+    plan: Plan, calls: Calls, mode: Mode, rule: Rule, cases: list[Case]
+) -> tuple[Finding, list[Outcome], str]:
+    """Return the finding on one rule, every outcome seen, and why checking stops ("" if not).
+
+    The rule's cases go in one round trip; a failing case with a control is
+    called again without the rule's feature.
+    """
+    outcomes = list(calls(cases)) if cases else []
     seen = list(outcomes)
     deferred: Finding | None = None  # the first failure whose control failed too
     judged = 0  # cases that passed or failed on the rule's own feature
     for checked, case in enumerate(cases, 1):
         outcome = outcomes[checked - 1] if checked <= len(outcomes) else Ended()
-        problem = _problem(context, case, outcome)
+        problem = _problem(plan, mode, case, outcome)
         if problem is None:
             judged += 1
             continue
         more = list(zip(cases, outcomes, strict=False))
-        finding = _failure(context, rule, case, outcome, problem, checked, more)
+        finding = _failure(plan.exercise, rule, case, outcome, problem, checked, more)
         if case.control is not None and not outcome.stops:
-            control = context.plan.control(case)
-            [control_outcome] = context.calls([control])[:1] or [Ended()]
+            control = plan.control(case)
+            [control_outcome] = calls([control])[:1] or [Ended()]
             seen.append(control_outcome)
-            if not control_outcome.stops and _problem(context, control, control_outcome):
+            if not control_outcome.stops and _problem(plan, mode, control, control_outcome):
                 deferred = deferred or finding
                 continue
-        return _Verdict(finding, tuple(seen), _stop_text(context, outcome))
+        return finding, seen, _stop_text(plan.exercise, mode, problem)
     if deferred is not None and not judged:
         # No case could be judged: the same input fails even without the feature.
-        return _Verdict(replace(deferred, hint=rule.control_hint or deferred.hint), tuple(seen))
-    return _Verdict(
-        Finding(rule.name, True, rule.hidden, len(cases), max_points=rule.points), tuple(seen)
-    )
+        return replace(deferred, hint=rule.control_hint or deferred.hint), seen, ""
+    return Finding(rule.name, True, rule.hidden, len(cases), max_points=rule.points), seen, ""
 
 
-def _stop_text(context: Evaluation, outcome: Outcome) -> str:
-    if isinstance(outcome, TimedOut) and outcome.budget:
-        return outcome.budget
-    if isinstance(outcome, TimedOut):
-        return f"{context.exercise.id} was stopped after {context.mode.limit_s:g} s"
-    if isinstance(outcome, Ended):
-        return f"{context.exercise.id} ended the process running it"
-    return ""
-
-
-def _failure(
-    context: Evaluation,
-    rule: Rule,
-    case: Case,
-    outcome: Outcome,
-    problem: _Problem,
-    checked: int,
-    more: Sequence[tuple[Case, Outcome]],
-) -> Finding:
-    """Return the Finding of a failing case: its input, expected, got and the hint it calls for."""
-    exercise = context.exercise
-    expected, got, kind = problem.expected, problem.got, problem.kind
-    shown_input = _shorten(exercise.show_input(case))
-    if case.note:
-        shown_input += f"\n            ({case.note})"
-    diagnosed = _diagnosed(exercise, case, outcome, more) if kind is Wrong.VALUE else None
-    if kind is Wrong.LOOP:
-        hint = LOOP_HINT
-    elif kind is Wrong.BUDGET:
-        hint = "Your function is slow: does it copy the whole buffer again for every chunk?"
-    elif kind is Wrong.SHAPE:
-        hint = exercise.shape_hint or rule.hint
-    elif kind is Wrong.ENDED:
-        hint = "Remove sys.exit(), exit() or os._exit() from your function: return instead."
-    else:
-        hint = exercise.hints.get(diagnosed, rule.hint) if diagnosed else rule.hint
-    return Finding(
-        rule.name,
-        False,
-        rule.hidden,
-        checked,
-        shown_input=shown_input,
-        expected=_shorten(expected),
-        got=_shorten(got),
-        hint=hint,
-        max_points=rule.points,
-        cause=diagnosed or ("loop" if kind is Wrong.LOOP else rule.cause),
-        diagnosed=diagnosed is not None,
-        size=case.size,
-        about=rule.cause,
-    )
-
-
-def _diagnosed(
-    exercise: Exercise, case: Case, outcome: Outcome, more: Sequence[tuple[Case, Outcome]]
-) -> str | None:
-    try:
-        return exercise.diagnose(case, outcome, more)
-    except Exception:  # a diagnosis is a bonus: never let it break the report
-        return None
+def _stop_text(exercise: Exercise, mode: Mode, problem: _Problem) -> str:
+    """Return why checking stops after a failing case (the notebook's time, a loop, an exit)."""
+    if problem.kind is Wrong.BUDGET:
+        return problem.got  # the budget's own words
+    if problem.kind is Wrong.LOOP:
+        return f"{exercise.id} was stopped after {mode.limit_s:g} s"
+    return f"{exercise.id} ended the process running it" if problem.kind is Wrong.ENDED else ""
 
 
 class Wrong(enum.Enum):
@@ -627,8 +546,7 @@ class Wrong(enum.Enum):
     ENDED = "the function ended the process running it"
 
 
-@dataclass(frozen=True)
-class _Problem:
+class _Problem(NamedTuple):
     """What a failing case shows: the expected and the got text, and what was wrong."""
 
     expected: str
@@ -636,14 +554,63 @@ class _Problem:
     kind: Wrong
 
 
-def _problem(context: Evaluation, case: Case, outcome: Outcome) -> _Problem | None:
+HINT_FOR = {
+    Wrong.LOOP: LOOP_HINT,
+    Wrong.BUDGET: "Your function is slow: does it copy the whole buffer again for every chunk?",
+    Wrong.ENDED: "Remove sys.exit(), exit() or os._exit() from your function: return instead.",
+}
+
+
+def _failure(
+    exercise: Exercise,
+    rule: Rule,
+    case: Case,
+    outcome: Outcome,
+    problem: _Problem,
+    checked: int,
+    more: Sequence[tuple[Case, Outcome]],
+) -> Finding:
+    """Return the Finding of a failing case: its input, expected, got and the hint it calls for."""
+    shown_input = _shorten(exercise.show_input(case))
+    if case.note:
+        shown_input += f"\n            ({case.note})"
+    diagnosed = None
+    if problem.kind is Wrong.VALUE:
+        try:
+            diagnosed = exercise.diagnose(case, outcome, more)
+        except Exception:  # a diagnosis is a bonus: never let it break the report
+            pass
+    if problem.kind is Wrong.SHAPE:
+        hint = exercise.shape_hint or rule.hint
+    elif diagnosed:
+        hint = exercise.hints.get(diagnosed, rule.hint)
+    else:
+        hint = HINT_FOR.get(problem.kind, rule.hint)
+    return Finding(
+        rule.name,
+        False,
+        rule.hidden,
+        checked,
+        shown_input=shown_input,
+        expected=_shorten(problem.expected),
+        got=_shorten(problem.got),
+        hint=hint,
+        max_points=rule.points,
+        cause=diagnosed or ("loop" if problem.kind is Wrong.LOOP else rule.cause),
+        diagnosed=diagnosed is not None,
+        size=case.size,
+        about=rule.cause,
+    )
+
+
+def _problem(plan: Plan, mode: Mode, case: Case, outcome: Outcome) -> _Problem | None:
     """Return what a failing case shows, or None if it passes."""
-    exercise = context.exercise
-    expected = exercise.show_value(context.plan.expected(case))
+    exercise = plan.exercise
+    expected = exercise.show_value(plan.expected(case))
     if isinstance(outcome, TimedOut) and outcome.budget:
         return _Problem(expected, outcome.budget, Wrong.BUDGET)
     if isinstance(outcome, TimedOut):
-        limit = f"{context.mode.limit_s:g} s"
+        limit = f"{mode.limit_s:g} s"
         return _Problem(expected, f"no answer within {limit} (an endless loop?)", Wrong.LOOP)
     if isinstance(outcome, Ended):
         return _Problem(expected, outcome.reason, Wrong.ENDED)
@@ -654,7 +621,7 @@ def _problem(context: Evaluation, case: Case, outcome: Outcome) -> _Problem | No
     shape = exercise.shape(got)
     if shape is not None:
         return _Problem(expected, shape, Wrong.SHAPE)
-    if exercise.same(case, context.plan.expected(case), got):
+    if exercise.same(case, plan.expected(case), got):
         return None
     return _Problem(expected, exercise.show_value(got), Wrong.VALUE)
 

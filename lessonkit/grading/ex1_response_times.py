@@ -20,13 +20,10 @@ import random
 from typing import Any
 
 from lessonkit.core import timeline
+from lessonkit.grading.codec import show_plain
 from lessonkit.grading.engine import Case, Exercise, Outcome, Returned, Rule
-from lessonkit.grading.feedback import show_plain
-
-__all__ = ["ALLOWED", "KEYS", "POINTS", "exercise", "reference", "rules"]
 
 KEYS = ("streaming_first_ms", "blocking_first_ms", "total_ms")
-ALLOWED: tuple[str, ...] = ()  # what from lessonkit the function may call
 # key -> (public points, hidden points): the first token is the lesson's point
 POINTS = {"streaming_first_ms": (3, 1), "total_ms": (2, 1), "blocking_first_ms": (2, 1)}
 
@@ -38,38 +35,6 @@ def reference(prefill_ms: float, per_token_ms: float, n_tokens: int) -> dict[str
 
 def _case(key: str, prefill_ms: float, per_token_ms: float, n_tokens: int) -> Case:
     return Case(key, (prefill_ms, per_token_ms, n_tokens), (n_tokens, prefill_ms, per_token_ms))
-
-
-def _shape(got: Any) -> str | None:
-    if not isinstance(got, dict) or "__repr__" in got:
-        return f"{show_plain(got)} -- response_times must return a dict with keys {KEYS}"
-    missing = [k for k in KEYS if k not in got]
-    if missing:
-        return f"{show_plain(got)} -- the dict has no key {missing[0]!r}"
-    for key in KEYS:
-        if isinstance(got[key], bool) or not isinstance(got[key], (int, float)):
-            return f"{show_plain(got)} -- {key} should be a number of milliseconds"
-    return None
-
-
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
-
-
-def _same(case: Case, expected: Any, got: Any) -> bool:
-    return _close(expected[case.rule], got[case.rule])
-
-
-def _show_input(case: Case) -> str:
-    prefill, per_token, n = case.args
-    return (
-        f"response_times(prefill_ms={prefill!r}, per_token_ms={per_token!r}, n_tokens={n!r})"
-        f"  (checks {case.rule})"
-    )
-
-
-def _show_value(value: Any) -> str:
-    return show_plain(value)
 
 
 # What a wrong value tells: the formula the learner most likely wrote (cause -> value).
@@ -105,29 +70,6 @@ HINTS = {
 }
 
 
-def _diagnose(case: Case, outcome: Outcome, more: object = ()) -> str | None:
-    """Return the mistake a wrong value points to (a key of HINTS), or None."""
-    if not isinstance(outcome, Returned) or not isinstance(outcome.value, dict):
-        return None
-    got = outcome.value
-    value = got.get(case.rule)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    expected = reference(*case.args)[case.rule]
-    if value != expected and (
-        _close(value, math.floor(expected)) or _close(value, round(expected))
-    ):
-        return "rounded"
-    for cause, guess in _guesses(*case.args).items():
-        if _close(value, guess) and not _close(guess, expected):
-            if cause in ("first-at-total", "prefill-only") and case.rule != "streaming_first_ms":
-                continue
-            if cause == "blocking-at-first" and case.rule != "blocking_first_ms":
-                continue
-            return cause
-    return None
-
-
 LESSON = [(300, 40, 500), (300, 40, 6)]  # the lesson's example and the running example
 SPREAD = [(0, 40, 3), (100, 10, 5), (250, 25, 1), (1000, 5, 200)]
 FRACTIONAL_AND_LONG = [(12.5, 7.25, 33), (300, 40, 4000)]
@@ -146,58 +88,105 @@ def _hidden_inputs(seed: int) -> list[tuple[float, float, int]]:
     return inputs
 
 
-def rules() -> tuple[Rule, ...]:
-    """Return the rules of exercise 1, public first, then hidden."""
-    public = LESSON + SPREAD + FRACTIONAL_AND_LONG
-    said = {
-        "streaming_first_ms": (
-            "streaming shows the first token after prefill plus one token time",
-            "first",
-        ),
-        "total_ms": ("total time is prefill plus one step per token", "total"),
-        "blocking_first_ms": ("blocking shows nothing until the last token exists", "blocking"),
-    }
-    out = []
-    for key, (name, cause) in said.items():
-        out.append(
-            Rule(
-                name,
-                HINTS[cause],
-                lambda key=key: [_case(key, *args) for args in public],
-                points=POINTS[key][0],
-                cause=cause,
-            )
-        )
-    for key, (name, cause) in said.items():
-        out.append(
-            Rule(
-                f"{key} on fractional, long and one-token answers",
-                HINTS[cause],
-                lambda seed, key=key: [_case(key, *args) for args in _hidden_inputs(seed)],
-                hidden=True,
-                points=POINTS[key][1],
-                extends=name,
-            )
-        )
-    return tuple(out)
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
 
 
-def exercise() -> Exercise:
-    """Return exercise 1, graded against ``reference``."""
-    return Exercise(
-        "response_times",
-        "Exercise 1: the timing model",
-        10,
-        rules(),
-        reference=lambda case: reference(*case.args),
-        shape=_shape,
-        shape_hint="Return a dict with the three keys streaming_first_ms, blocking_first_ms and "
-        "total_ms, each a number of milliseconds (int or float).",
-        same=_same,
-        show_input=_show_input,
-        show_value=_show_value,
-        diagnose=_diagnose,
-        extra_hints={k: v for k, v in HINTS.items() if k not in ("first", "total", "blocking")},
-        allowed=ALLOWED,
-        own_work="timing formula",
+class ResponseTimes(Exercise):
+    """Exercise 1, graded against ``reference``: one rule per key, the hint from the value."""
+
+    id = "response_times"
+    title = "Exercise 1: the timing model"
+    own_work = "timing formula"
+    shape_hint = (
+        "Return a dict with the three keys streaming_first_ms, blocking_first_ms and "
+        "total_ms, each a number of milliseconds (int or float)."
     )
+    extra_hints = {k: v for k, v in HINTS.items() if k not in ("first", "total", "blocking")}
+
+    def make_rules(self) -> tuple[Rule, ...]:
+        """Return one rule per key (public), then one per key on hidden inputs."""
+        public = LESSON + SPREAD + FRACTIONAL_AND_LONG
+        said = {
+            "streaming_first_ms": (
+                "streaming shows the first token after prefill plus one token time",
+                "first",
+            ),
+            "total_ms": ("total time is prefill plus one step per token", "total"),
+            "blocking_first_ms": ("blocking shows nothing until the last token exists", "blocking"),
+        }
+        out = []
+        for key, (name, cause) in said.items():
+            out.append(
+                Rule(
+                    name,
+                    HINTS[cause],
+                    lambda key=key: [_case(key, *args) for args in public],
+                    points=POINTS[key][0],
+                    cause=cause,
+                )
+            )
+        for key, (name, cause) in said.items():
+            out.append(
+                Rule(
+                    f"{key} on fractional, long and one-token answers",
+                    HINTS[cause],
+                    lambda seed, key=key: [_case(key, *args) for args in _hidden_inputs(seed)],
+                    hidden=True,
+                    points=POINTS[key][1],
+                    extends=name,
+                )
+            )
+        return tuple(out)
+
+    def reference(self, case: Case) -> dict[str, float]:
+        """Return the three times of the case's answer."""
+        return reference(*case.args)
+
+    def shape(self, got: Any) -> str | None:
+        """Return what is wrong with the dict that came back, or None."""
+        if not isinstance(got, dict) or "__repr__" in got:
+            return f"{show_plain(got)} -- response_times must return a dict with keys {KEYS}"
+        missing = [k for k in KEYS if k not in got]
+        if missing:
+            return f"{show_plain(got)} -- the dict has no key {missing[0]!r}"
+        for key in KEYS:
+            if isinstance(got[key], bool) or not isinstance(got[key], (int, float)):
+                return f"{show_plain(got)} -- {key} should be a number of milliseconds"
+        return None
+
+    def same(self, case: Case, expected: Any, got: Any) -> bool:
+        """Return True when the rule's key is right (to a millionth of a millisecond)."""
+        return _close(expected[case.rule], got[case.rule])
+
+    def show_input(self, case: Case) -> str:
+        """Return the call, and which key the rule checks."""
+        prefill, per_token, n = case.args
+        return (
+            f"response_times(prefill_ms={prefill!r}, per_token_ms={per_token!r}, n_tokens={n!r})"
+            f"  (checks {case.rule})"
+        )
+
+    def diagnose(self, case: Case, outcome: Outcome, more: object = ()) -> str | None:
+        """Return the mistake a wrong value points to (a key of HINTS), or None."""
+        if not isinstance(outcome, Returned) or not isinstance(outcome.value, dict):
+            return None
+        value = outcome.value.get(case.rule)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        expected = reference(*case.args)[case.rule]
+        if value != expected and (
+            _close(value, math.floor(expected)) or _close(value, round(expected))
+        ):
+            return "rounded"
+        for cause, guess in _guesses(*case.args).items():
+            if _close(value, guess) and not _close(guess, expected):
+                if (
+                    cause in ("first-at-total", "prefill-only")
+                    and case.rule != "streaming_first_ms"
+                ):
+                    continue
+                if cause == "blocking-at-first" and case.rule != "blocking_first_ms":
+                    continue
+                return cause
+        return None

@@ -8,7 +8,7 @@ The practice stream is ``lessonkit.core.practice``'s, as in the lesson.
 Points per rule (30 in all): the whole stream in one chunk is the lesson's
 core (4); each behaviour of the reader 2; empty chunks and long answers 1;
 four hidden rules (1 each) draw longer inputs of the public kinds from the
-grading seed. May use from lessonkit: no stream reader (``ALLOWED`` is empty):
+grading seed. May use from lessonkit: no stream reader (``allowed`` is empty):
 reading the wire is the exercise.
 """
 
@@ -19,20 +19,17 @@ from collections.abc import Iterable, Sequence
 
 from lessonkit.core import client, llm, network
 from lessonkit.core.practice import PRACTICE_TOKENS, practice_wire
-from lessonkit.grading.engine import Exercise, Rule
+from lessonkit.grading.engine import Rule
 from lessonkit.grading.mistakes import LESSON_MISTAKES
 from lessonkit.grading.streams import (
+    ReaderExercise,
     chunks_cases,
     empty_chunks_case,
     event_ends,
-    reader_exercise,
     sizes,
     split_inside_characters,
 )
 
-__all__ = ["ALLOWED", "LOOKALIKE_TOKENS", "exercise", "reference", "rules"]
-
-ALLOWED: tuple[str, ...] = ()  # the wire reading is the exercise: no reader from lessonkit
 # Text that looks like the protocol: a reader must find comments, fields and the end
 # marker by where they stand (a line's start, the whole data), never by searching the text.
 LOOKALIKE_TOKENS = (
@@ -277,17 +274,15 @@ def rules() -> tuple[Rule, ...]:
     )
 
 
-def exercise() -> Exercise:
-    """Return exercise 2, graded against ``reference``."""
-    return reader_exercise(
-        "read_stream",
-        "Exercise 2: a stream reader that survives any cut",
-        rules(),
-        reference,
-        returns=[("text", (str,)), ("complete", (bool,))],
-        dialect="lesson",
-        mistakes=LESSON_MISTAKES,
-        extra_hints=EXTRA_HINTS,
-        allowed=ALLOWED,
-        own_work="reader",
-    )
+class ReadStream(ReaderExercise):
+    """Exercise 2, graded against ``reference``, the course client's lesson dialect."""
+
+    id = "read_stream"
+    title = "Exercise 2: a stream reader that survives any cut"
+    returns = (("text", (str,)), ("complete", (bool,)))
+    dialect = "lesson"
+    mistakes = LESSON_MISTAKES
+    extra_hints = EXTRA_HINTS
+    own_work = "reader"
+    read = staticmethod(reference)
+    make_rules = staticmethod(rules)

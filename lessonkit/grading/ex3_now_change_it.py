@@ -31,21 +31,7 @@ from typing import Any
 
 from lessonkit.core import network
 from lessonkit.core.practice import PRACTICE_TOKENS, practice_reader, practice_wire
-from lessonkit.grading.engine import Answers, Case, Exercise, Outcome, Returned, Rule, unanswered
-from lessonkit.grading.feedback import show_plain
-
-__all__ = [
-    "ALLOWED",
-    "QUESTIONS",
-    "AnswerKey",
-    "KeyText",
-    "Question",
-    "exercise",
-    "normal_answer",
-    "reference",
-]
-
-ALLOWED: tuple[str, ...] = ("lessonkit.core", "lessonkit.sse", "lessonkit.client")
+from lessonkit.grading.engine import Answers, Case, Outcome, Returned, Rule, unanswered
 
 
 @dataclass(frozen=True)
@@ -238,34 +224,59 @@ def _text_mistake(got: str, right: str) -> str | None:
     return None
 
 
-def exercise() -> Exercise:
-    """Return exercise 3: one rule per answer, each compared with ``reference()``."""
-    by_key = {q.key: q for q in QUESTIONS}
-    rules = tuple(
-        Rule(
-            q.rule, q.hint, lambda key=q.key: [Case(key, (key,), ())], points=q.points, cause=q.key
-        )
-        for q in QUESTIONS
-    )
-    hints = {f"{q.key}:{letter}": why for q in QUESTIONS for letter, why in q.wrong_options.items()}
+BY_KEY = {q.key: q for q in QUESTIONS}
 
-    def shape(got: Any) -> str | None:
+
+class NowChangeIt(Answers):
+    """Exercise 3: one rule per answer, each compared with ``reference()``."""
+
+    id = "now_change_it"
+    title = "Exercise 3: the three 'now change it' experiments"
+    extra_hints = {
+        **{f"{q.key}:{letter}": why for q in QUESTIONS for letter, why in q.wrong_options.items()},
+        **TEXT_HINTS,
+    }
+    allowed = ("lessonkit.core", "lessonkit.sse", "lessonkit.client")
+    own_work = "predictions"
+
+    def make_rules(self) -> tuple[Rule, ...]:
+        """Return one rule per question, in the notebook's order."""
+        return tuple(
+            Rule(q.rule, q.hint, lambda k=q.key: [Case(k, (k,), ())], points=q.points, cause=q.key)
+            for q in QUESTIONS
+        )
+
+    def reference(self, case: Case) -> Any:
+        """Return what the feedback shows as expected: never the answer itself."""
+        # The run cell shows what happened, and a prediction copied from feedback teaches nothing.
+        if BY_KEY[case.args[0]].kind == "letter":
+            shown = "(not shown: rerun the experiment, then compare the options)"
+        else:
+            shown = "(not shown: compare with what the run cell printed)"
+        return {"__repr__": shown, "__type__": "answer"}
+
+    def shape(self, got: Any) -> str | None:
+        """Return "no answer" for a missing key or one still left as ``...``."""
         if isinstance(got, dict) and got.get("__missing__"):
             return "no answer: this key is missing from the dict"
         if unanswered(got):
             return "no answer yet (still ...)"
         return None
 
-    def same(case: Case, expected: Any, got: Any) -> bool:
-        question = by_key[case.args[0]]
+    def same(self, case: Case, expected: Any, got: Any) -> bool:
+        """Return True when the answer, normalised, is the key's."""
+        question = BY_KEY[case.args[0]]
         answer = normal_answer(question.kind, got)
         right = reference()[question.key]
-        if question.kind == "bool":
-            return answer is right
-        return answer == right
+        return answer is right if question.kind == "bool" else answer == right
 
-    def diagnose(case: Case, outcome: Outcome, more: object = ()) -> str | None:
-        question = by_key[case.args[0]]
+    def show_input(self, case: Case) -> str:
+        """Return the answer's place in the dict."""
+        return f"now_change_it[{case.args[0]!r}]"
+
+    def diagnose(self, case: Case, outcome: Outcome, more: object = ()) -> str | None:
+        """Return why a wrong answer is wrong: a wrong option, a yes/no text, how a text differs."""
+        question = BY_KEY[case.args[0]]
         if not isinstance(outcome, Returned):
             return None
         answer = normal_answer(question.kind, outcome.value)
@@ -276,31 +287,3 @@ def exercise() -> Exercise:
         if question.kind == "text" and isinstance(answer, str):
             return _text_mistake(answer, reference()[question.key])
         return None
-
-    def show_input(case: Case) -> str:
-        return f"now_change_it[{case.args[0]!r}]"
-
-    def shown_reference(case: Case) -> Any:
-        # Never reveal an answer: the run cell shows what happened, and a prediction
-        # copied from feedback teaches nothing.
-        if by_key[case.args[0]].kind == "letter":
-            shown = "(not shown: rerun the experiment, then compare the options)"
-        else:
-            shown = "(not shown: compare with what the run cell printed)"
-        return {"__repr__": shown, "__type__": "answer"}
-
-    return Answers(
-        "now_change_it",
-        "Exercise 3: the three 'now change it' experiments",
-        sum(q.points for q in QUESTIONS),
-        rules,
-        reference=shown_reference,
-        shape=shape,
-        same=same,
-        show_input=show_input,
-        show_value=show_plain,
-        diagnose=diagnose,
-        extra_hints={**hints, **TEXT_HINTS},
-        allowed=ALLOWED,
-        own_work="predictions",
-    )

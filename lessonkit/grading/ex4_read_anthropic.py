@@ -25,30 +25,17 @@ import random
 from collections.abc import Iterable, Sequence
 
 from lessonkit.core import client, llm, network, sse
-from lessonkit.grading.engine import Case, Exercise, Rule
+from lessonkit.grading.engine import Case, Rule
 from lessonkit.grading.mistakes import ANTHROPIC_MISTAKES
 from lessonkit.grading.streams import (
+    ReaderExercise,
     chunks_case,
     chunks_cases,
     event_ends,
-    reader_exercise,
     sizes,
     split_inside_characters,
 )
 
-__all__ = [
-    "ALLOWED",
-    "LOOKALIKE_TOKENS",
-    "THINKING",
-    "TOOL_JSON",
-    "blocks_wire",
-    "error_wire",
-    "exercise",
-    "reference",
-    "rules",
-]
-
-ALLOWED = ("lessonkit.sse",)  # the wire format may come from the course; the meaning may not
 LOOKALIKE_TOKENS = ("Send", " ping", " then", " message_stop", " event: ping", " data: [DONE]", ".")
 # Hints for mistakes that have no rule of their own here.
 EXTRA_HINTS = {
@@ -324,17 +311,16 @@ def rules() -> tuple[Rule, ...]:
     )
 
 
-def exercise() -> Exercise:
-    """Return exercise 4, graded against ``reference``."""
-    return reader_exercise(
-        "read_anthropic",
-        "Exercise 4: Anthropic's named events",
-        rules(),
-        reference,
-        returns=[("text", (str,)), ("complete", (bool,)), ("stop_reason", (str, type(None)))],
-        dialect="anthropic",
-        mistakes=ANTHROPIC_MISTAKES,
-        extra_hints=EXTRA_HINTS,
-        allowed=ALLOWED,
-        own_work="reader of the events",
-    )
+class ReadAnthropic(ReaderExercise):
+    """Exercise 4, graded against ``reference``, the course client's Anthropic dialect."""
+
+    id = "read_anthropic"
+    title = "Exercise 4: Anthropic's named events"
+    returns = (("text", (str,)), ("complete", (bool,)), ("stop_reason", (str, type(None))))
+    dialect = "anthropic"
+    mistakes = ANTHROPIC_MISTAKES
+    extra_hints = EXTRA_HINTS
+    allowed = ("lessonkit.sse",)  # the wire format may come from the course; the meaning may not
+    own_work = "reader of the events"
+    read = staticmethod(reference)
+    make_rules = staticmethod(rules)

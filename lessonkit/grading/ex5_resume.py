@@ -25,24 +25,11 @@ from typing import Any
 
 from lessonkit.core import llm, network, sse
 from lessonkit.core.dialects import interpret
-from lessonkit.grading.codec import Served
+from lessonkit.grading.codec import Served, show_plain
 from lessonkit.grading.engine import Case, Exercise, Outcome, Returned, Rule
-from lessonkit.grading.feedback import show_plain
 from lessonkit.grading.streams import event_ends
 
-__all__ = [
-    "ALLOWED",
-    "LOOKALIKE_TOKENS",
-    "MAX_FETCHES",
-    "FakeFetch",
-    "FetchScript",
-    "exercise",
-    "reference",
-    "rules",
-]
-
 MAX_FETCHES = 20  # a resume loop that asks more often than this is stopped
-ALLOWED: tuple[str, ...] = ()
 LOOKALIKE_TOKENS = ("We", " are", " done", " soon;", " event: done", " id: 9", " then", " more.")
 HINTS = {
     "loose": "Tell the done event by its type (an event: done line), never by searching the "
@@ -265,68 +252,60 @@ def rules() -> tuple[Rule, ...]:
     )
 
 
-def _diagnose(case: Case, outcome: Outcome, more: object = ()) -> str | None:
-    """Return "loose" for a text cut before a token holding 'done', "no-id" when no id was sent."""
-    if not isinstance(outcome, Returned) or not isinstance(outcome.value, str):
+class Resume(Exercise):
+    """Exercise 5: the text and the Last-Event-ID of each request, as ``reference``'s."""
+
+    id = "resume"
+    title = "Exercise 5: resume after a drop with Last-Event-ID"
+    shape_hint = "Return the whole text of the answer, one str."
+    extra_hints = HINTS
+    own_work = "resume loop"
+    make_rules = staticmethod(rules)
+
+    def reference(self, case: Case) -> dict:
+        """Return the reference's text and the Last-Event-ID it sent on each request."""
+        fetch = FakeFetch(case.args[0])
+        text = reference(fetch)
+        return {"text": text, "requests": list(fetch.requests)}
+
+    def got_of(self, outcome: Outcome) -> Any:
+        """Return the text that came back and the Last-Event-IDs the learner sent."""
+        return {"text": getattr(outcome, "value", None), "requests": list(outcome.requests or ())}
+
+    def shape(self, got: Any) -> str | None:
+        """Return what is wrong when the text is not a str, or None."""
+        if not isinstance(got["text"], str):
+            return f"{show_plain(got['text'])} -- resume must return the whole text, a str"
         return None
-    text = outcome.value
-    script = case.args[0]
-    whole = "".join(script.tokens)
-    requests = list(outcome.requests or ())
-    if len(requests) > 1 and not any(requests) and text != whole:
-        return "no-id"
-    if whole.startswith(text) and text != whole:
-        rest = whole[len(text) :]
-        nxt = next((t for t in script.tokens if rest.startswith(t)), "")
-        if "done" in nxt or "id:" in nxt:
-            return "loose"
-    return None
 
+    def same(self, case: Case, expected: Any, got: Any) -> bool:
+        """Return True for the right text from the right requests (no id sent: None or "")."""
+        norm = [r or None for r in got["requests"]]
+        return expected["text"] == got["text"] and expected["requests"] == norm
 
-def _expected(case: Case) -> dict:
-    fetch = FakeFetch(case.args[0])
-    text = reference(fetch)
-    return {"text": text, "requests": list(fetch.requests)}
+    def show_input(self, case: Case) -> str:
+        """Return the notebook call that replays the case's script."""
+        return case.args[0].describe()
 
+    def show_value(self, value: Any) -> str:
+        """Return the text and the requests, in words."""
+        if isinstance(value, dict) and "requests" in value:
+            return f"text {value['text']!r}, fetch called with {value['requests']!r}"
+        return show_plain(value)
 
-def _got(outcome: Outcome) -> Any:
-    return {"text": getattr(outcome, "value", None), "requests": list(outcome.requests or ())}
-
-
-def _shape(got: Any) -> str | None:
-    if not isinstance(got["text"], str):
-        return f"{show_plain(got['text'])} -- resume must return the whole text, a str"
-    return None
-
-
-def _same(case: Case, expected: Any, got: Any) -> bool:
-    norm = [r or None for r in got["requests"]]
-    return expected["text"] == got["text"] and expected["requests"] == norm
-
-
-def _show_value(value: Any) -> str:
-    if isinstance(value, dict) and "requests" in value:
-        return f"text {value['text']!r}, fetch called with {value['requests']!r}"
-    return show_plain(value)
-
-
-def exercise() -> Exercise:
-    """Return exercise 5: the text and the Last-Event-ID of each request, as ``reference``'s."""
-    graded = rules()
-    return Exercise(
-        "resume",
-        "Exercise 5: resume after a drop with Last-Event-ID",
-        sum(rule.points for rule in graded),
-        graded,
-        reference=_expected,
-        shape=_shape,
-        shape_hint="Return the whole text of the answer, one str.",
-        same=_same,
-        show_input=lambda case: case.args[0].describe(),
-        show_value=_show_value,
-        got_of=_got,
-        diagnose=_diagnose,
-        extra_hints=HINTS,
-        allowed=ALLOWED,
-        own_work="resume loop",
-    )
+    def diagnose(self, case: Case, outcome: Outcome, more: object = ()) -> str | None:
+        """Return "loose" for a text cut before a token holding 'done', "no-id" when no id was sent."""
+        if not isinstance(outcome, Returned) or not isinstance(outcome.value, str):
+            return None
+        text = outcome.value
+        script = case.args[0]
+        whole = "".join(script.tokens)
+        requests = list(outcome.requests or ())
+        if len(requests) > 1 and not any(requests) and text != whole:
+            return "no-id"
+        if whole.startswith(text) and text != whole:
+            rest = whole[len(text) :]
+            nxt = next((t for t in script.tokens if rest.startswith(t)), "")
+            if "done" in nxt or "id:" in nxt:
+                return "loose"
+        return None

@@ -22,23 +22,11 @@ from importlib import resources
 from typing import Any
 
 from lessonkit.core import network, sse
-from lessonkit.grading.codec import from_jsonable
+from lessonkit.grading.codec import from_jsonable, show_plain
 from lessonkit.grading.engine import Case, Exercise, Rule
-from lessonkit.grading.feedback import show_plain
 from lessonkit.grading.streams import chunks_case, chunks_input
 
-__all__ = [
-    "ALLOWED",
-    "CONFORMANCE_HINT",
-    "conformance_cases",
-    "exercise",
-    "generated_stream",
-    "reference",
-    "rules",
-]
-
 CONFORMANCE_HINT = "Follow the WHATWG 'interpret an event stream' steps for this case."
-ALLOWED: tuple[str, ...] = ()
 CONFORMANCE_POINTS = 0.5
 GENERATED_POINTS = (8, 6)  # public, hidden
 
@@ -171,37 +159,39 @@ def rules() -> tuple[Rule, ...]:
     return tuple(rules)
 
 
-def _show_events(value: Any) -> str:
-    if isinstance(value, list):
-        return repr([tuple(v) if isinstance(v, list) else from_jsonable(v) for v in value])
-    return show_plain(value)
+class ParseSSE(Exercise):
+    """Exercise 6, graded against ``reference``, the course decoder."""
 
-
-def _shape(got: Any) -> str | None:
-    if not isinstance(got, list):
-        return f"{show_plain(got)} -- parse_sse must return a list of (type, data, id) tuples"
-    for item in got:
-        if not (
-            isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) for x in item)
-        ):
-            return f"{_show_events(got)} -- each event must be a tuple of three str"
-    return None
-
-
-def exercise() -> Exercise:
-    """Return exercise 6, graded against ``reference``."""
-    graded = rules()
-    return Exercise(
-        "parse_sse",
-        "Exercise 6 (stretch): a full WHATWG SSE parser",
-        sum(rule.points for rule in graded),
-        graded,
-        reference=lambda case: reference(case.args[0]),
-        shape=_shape,
-        shape_hint="Return a list with one (event type, data, last event id) tuple of three str "
-        "per dispatched event.",
-        show_input=chunks_input,
-        show_value=_show_events,
-        allowed=ALLOWED,
-        own_work="parser",
+    id = "parse_sse"
+    title = "Exercise 6 (stretch): a full WHATWG SSE parser"
+    shape_hint = (
+        "Return a list with one (event type, data, last event id) tuple of three str "
+        "per dispatched event."
     )
+    own_work = "parser"
+    make_rules = staticmethod(rules)
+
+    def reference(self, case: Case) -> list[tuple[str, str, str]]:
+        """Return the events of the case's chunks."""
+        return reference(case.args[0])
+
+    def shape(self, got: Any) -> str | None:
+        """Return what is wrong with the list of events that came back, or None."""
+        if not isinstance(got, list):
+            return f"{show_plain(got)} -- parse_sse must return a list of (type, data, id) tuples"
+        for item in got:
+            if not (
+                isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) for x in item)
+            ):
+                return f"{self.show_value(got)} -- each event must be a tuple of three str"
+        return None
+
+    def show_input(self, case: Case) -> str:
+        """Return the chunks of the case as the feedback shows them."""
+        return chunks_input(case)
+
+    def show_value(self, value: Any) -> str:
+        """Return a list of events (lists in their JSON form) as a list of tuples."""
+        if isinstance(value, list):
+            return repr([tuple(v) if isinstance(v, list) else from_jsonable(v) for v in value])
+        return show_plain(value)

@@ -15,25 +15,8 @@ one place this layer takes anything from ``lessonkit.lab``).
 from __future__ import annotations
 
 import html
-from typing import Any
 
-from lessonkit.grading.codec import from_jsonable
-from lessonkit.grading.engine import Answers, Exercise, Finding, Report
-
-__all__ = [
-    "ALSO_FAILING",
-    "ALSO_SAME",
-    "feedback_html",
-    "finding_lines",
-    "headline",
-    "integrity_line",
-    "others_failing",
-    "points_table",
-    "report_text",
-    "show_plain",
-    "tagged",
-    "type_name",
-]
+from lessonkit.grading.engine import Answers, Finding, Report
 
 ALSO_SAME = "also failing, probably for the same reason (fix the one above first):"
 ALSO_FAILING = "also failing:"
@@ -42,10 +25,6 @@ ALSO_FAILING = "also failing:"
 def tagged(finding: Finding) -> str:
     """Return the rule's name, marked "[hidden] " when only grading runs it."""
     return f"[hidden] {finding.rule}" if finding.hidden else finding.rule
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _points(points: float) -> str:
@@ -173,65 +152,11 @@ def report_text(report: Report) -> str:
     if passed:
         lines.append("")
         lines += [
-            f"ok  {tagged(f)} ({_count(f.checked, 'input')}, {_points(f.max_points)})"
+            f"ok  {tagged(f)} ({f.checked} input{'' if f.checked == 1 else 's'}, "
+            f"{_points(f.max_points)})"
             for f in passed
         ]
     return "\n".join(lines)
-
-
-def points_table(exercise: Exercise) -> str:
-    """Return the markdown table of what earns points, as each exercise intro prints it.
-
-    One line per rule, in order; three or more public rules that share a prefix
-    before ": " (exercise 6's conformance cases) are one line.
-    """
-    lines = ["| check | points |", "|---|---|"]
-    prefix = {
-        rule.name: rule.name.split(": ", 1)[0] for rule in exercise.rules if ": " in rule.name
-    }
-    sizes: dict[str, int] = {}
-    for rule in exercise.rules:
-        if rule.name in prefix and not rule.hidden:
-            sizes[prefix[rule.name]] = sizes.get(prefix[rule.name], 0) + 1
-    families: dict[str, list[float]] = {}
-    for rule in exercise.rules:
-        family = prefix.get(rule.name, "") if not rule.hidden else ""
-        if sizes.get(family, 0) >= 3:
-            if family not in families:
-                families[family] = []
-                lines.append(family)  # a placeholder, filled below
-            families[family].append(rule.points)
-            continue
-        shown = f"*hidden:* {rule.name}" if rule.hidden else rule.name
-        lines.append(f"| {shown} | {rule.points:g} |")
-    for family, points in families.items():
-        each = points[0] if len(set(points)) == 1 else None
-        text = f"{each:g} each, {sum(points):g} in all" if each is not None else f"{sum(points):g}"
-        row = f"| each {family} case ({len(points)}, named by `check`) | {text} |"
-        lines[lines.index(family)] = row
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------
-# Values as the feedback shows them
-
-
-def type_name(value: Any) -> str:
-    """Return "a str", "a list or tuple", ... for a value in its JSON form."""
-    if isinstance(value, dict) and "__type__" in value:
-        return f"a {value['__type__']}"
-    if isinstance(value, list):
-        return "a list or tuple"
-    return f"a {type(value).__name__}"
-
-
-def show_plain(value: Any) -> str:
-    """Return a value in its JSON form as Python would print it (bytes as bytes)."""
-    if isinstance(value, dict) and value.get("__type__") == "answer":
-        return value["__repr__"]
-    if isinstance(value, dict) and "__repr__" in value:
-        return f"{value['__repr__']} (a {value.get('__type__', 'object')})"
-    return repr(from_jsonable(value))
 
 
 # ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Grading is four steps, one module each:
 
 1. **Find the submissions** (``roster``): one submission per learner, from any
    LMS layout; every other file is listed with its reason.
-2. **Run each learner in its sandbox** (``runner``, ``sandbox``): a fresh
+2. **Run each learner in its sandbox** (``run``, ``sandbox``): a fresh
    Python process per learner, never trusting stored outputs, with no
    network, no view of the grader or its files, and limits on memory,
    processes, CPU time and file size. The exercise functions are found by name.
@@ -13,10 +13,11 @@ Grading is four steps, one module each:
    ``--seed``) and compares every answer with the reference computed here. The
    learner's code never sees the reference, and its own verdicts (a redefined
    ``check``, a printed "passed", edited outputs) are never read.
-4. **Write the outputs** (``report``): the grades CSV (``score`` is the points
-   the tests gave; ``gradebook`` is empty for a flagged or limited row), the
-   per-rule CSV, feedback files, the class report, Canvas and Moodle imports.
-   Every output is written to a temporary file and renamed into place.
+4. **Write the outputs** (``report``, ``gradebooks``): the grades CSV
+   (``score`` is the points the tests gave; ``gradebook`` is empty for a
+   flagged, limited or error row), the per-rule CSV, feedback files, the class
+   report, Canvas and Moodle imports. Every output is written to a temporary
+   file and renamed into place.
 
 Broken input never stops the run; nothing submitted is modified.
 """
@@ -24,6 +25,7 @@ Broken input never stops the run; nothing submitted is modified.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import secrets
 import sys
@@ -31,6 +33,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
 
@@ -49,14 +52,15 @@ from lessonkit.grading.engine import (
 )
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.feedback import report_text
+from lessonkit.grading.gradebooks import MOODLE_MAXIMUM, write_canvas, write_moodle
 from lessonkit.grading.guard import flags_for_exception
 from lessonkit.grading.report import (
+    MAX_SCORE,
     Row,
     rules_path,
-    write_canvas,
+    templates,
     write_csv,
     write_feedback,
-    write_moodle,
     write_report,
     write_rules_csv,
 )
@@ -66,28 +70,9 @@ from lessonkit.grading.roster import (
     Submission,
     exercise_of,
     find_roster,
-    find_submissions,
     read_code_cells,
 )
-from lessonkit.grading.runner import (
-    LearnerHost,
-    NotebookEnded,
-    NotebookProblem,
-    NotebookRun,
-    Setup,
-)
-
-__all__ = [
-    "Grading",
-    "Options",
-    "Row",
-    "Setup",
-    "configure_parser",
-    "find_submissions",
-    "grade",
-    "grade_submission",
-    "main",
-]
+from lessonkit.grading.run import LearnerHost, NotebookEnded, NotebookProblem, NotebookRun, Setup
 
 # flag -> (kind of status, words); the status names the first kind that applies
 FLAG_WORDS = {
@@ -102,7 +87,6 @@ FLAG_WORDS = {
     "file-size-limit": ("limit", "file size"),
     "process-limit": ("limit", "processes"),
     "open-files-limit": ("limit", "open files"),
-    "time-limit": ("limit", "time"),
 }
 
 
@@ -147,28 +131,27 @@ def grade_exercise(run: NotebookRun, exercise: Exercise, grading: Grading) -> Re
     return evaluate(exercise, calls, grading.mode, plan=plan, used=copied)
 
 
-def grade_submission(
-    submission: Submission, grading: Grading | Options | None = None, *, slot: int = 0
-) -> Row:
+def grade_submission(submission: Submission, grading: Grading, *, slot: int = 0) -> Row:
     """Return the Row of one learner; every failure becomes part of the row."""
-    if not isinstance(grading, Grading):
-        grading = Grading(grading or Options())
     learner = _Learner(submission, grading, slot)
     readable = []
-    for path in submission.notebooks:
+    for notebook in submission.notebooks:
         try:
-            cells, declared = read_code_cells(path)
-        except NotANotebook as exc:
-            meant = exercise_of(path)
+            cells, declared = read_code_cells(notebook.read())
+        except (NotANotebook, OSError) as exc:
+            meant = exercise_of(notebook.name)
             where = f" (an error on {meant}: 0 points)" if meant else ""
-            learner.errors.append(f"{path.name}: {exc}{where}")
+            text = (
+                f"cannot read the file ({exc.strerror or exc})" if isinstance(exc, OSError) else exc
+            )
+            learner.errors.append(f"{notebook.name}: {text}{where}")
             continue
-        readable.append((path, cells, declared))
+        readable.append((notebook.name, cells, declared))
     declared_anywhere = {ex for _, _, declared in readable for ex in declared}
     try:
-        for path, cells, declared in readable:
+        for name, cells, declared in readable:
             elsewhere = declared_anywhere - set(declared)  # another notebook is the one for them
-            learner.notebook(path, cells, elsewhere)
+            learner.notebook(name, cells, elsewhere)
     finally:
         learner.host.close()
     return learner.row()
@@ -186,24 +169,24 @@ class _Learner:
         self.cell_notes: list[str] = []
         self.cell_flags: list[str] = []
 
-    def notebook(self, path: Path, cells: list[str], elsewhere: set[str]) -> None:
+    def notebook(self, name: str, cells: list[str], elsewhere: set[str]) -> None:
         """Run one notebook in the learner's sandbox and grade the exercises it holds."""
         run = NotebookRun(self.host, cells, self.grading.options.setup.timeout_s)
         try:
             run.start()
         except NotebookProblem as exc:
-            self.errors.append(f"{path.name}: {exc}")
+            self.errors.append(f"{name}: {exc}")
             return
         try:
             for error in run.cell_errors:
                 where = f" ({error['where']})" if error.get("where") else ""
                 self.cell_notes.append(
-                    f"{path.name}, cell {error.get('cell')}: {error.get('error')}{where}"
+                    f"{name}, cell {error.get('cell')}: {error.get('error')}{where}"
                 )
                 errno_value = error.get("errno") if isinstance(error.get("errno"), int) else None
                 self.cell_flags += flags_for_exception(str(error.get("type")), errno_value)
             if run.stopped:
-                self.errors.append(f"{path.name}: {run.stopped}")
+                self.errors.append(f"{name}: {run.stopped}")
             for exercise in EXERCISES.values():
                 if exercise.id in self.reports or exercise.id not in run.found:
                     continue
@@ -212,7 +195,7 @@ class _Learner:
                 try:
                     self.reports[exercise.id] = grade_exercise(run, exercise, self.grading)
                 except (ChildGone, NotebookEnded) as exc:
-                    self.errors.append(f"{path.name}: {exc}")
+                    self.errors.append(f"{name}: {exc}")
         finally:
             run.close()
 
@@ -247,6 +230,7 @@ class _Learner:
             reports=dict(reports),
             lms=submission.lms,
             lms_id=submission.lms_id,
+            late=submission.late,
         )
         row.status = _status(row)
         row.feedback = _feedback(submission, row, self.cell_notes)
@@ -268,61 +252,35 @@ def _status(row: Row) -> str:
 
 
 def _feedback(submission: Submission, row: Row, cell_notes: list[str]) -> str:
-    total = sum(ex.points for ex in EXERCISES.values())
-    lines = [
-        f"Learner: {submission.learner}",
-        f"Notebooks: {', '.join(p.name for p in submission.notebooks) or '(none readable)'}",
-        f"Score: {row.score:g} of {total:g} points",
-        f"Status: {row.status}",
-        "",
-    ]
-    if row.flags:
-        lines += [f"Flags: {'; '.join(row.flags)}", ""]
-    if row.errors:
-        lines += ["Problems:", *[f"  - {e}" for e in row.errors], ""]
-    if row.notes:
-        lines += ["Notes:", *[f"  - {n}" for n in row.notes], ""]
-    if cell_notes:
-        lines += ["Cells that raised an error while running:", *[f"  - {n}" for n in cell_notes]]
-        lines.append("")
-    for exercise in EXERCISES.values():
-        lines.append("=" * 72)
-        if exercise.id in row.reports:
-            lines.append(report_text(row.reports[exercise.id]))
-        else:
-            lines.append(
-                f"{exercise.id}: not found -- no {exercise.asks_for} named {exercise.id} in the "
-                f"notebook(s); 0 of {exercise.points:g} points."
-            )
-        lines.append("")
-    return "\n".join(lines)
+    """Return the learner's feedback file (``templates/feedback.txt.j2``)."""
+    return (
+        templates()
+        .get_template("feedback.txt.j2")
+        .render(
+            row=row,
+            notebooks=[nb.name for nb in submission.notebooks],
+            max_score=MAX_SCORE,
+            cell_notes=cell_notes,
+            exercises=EXERCISES.values(),
+            report_text=report_text,
+        )
+    )
 
 
 # ---------------------------------------------------------------------------
 # The class
 
 
-class _Progress:
-    """A one-line progress bar on stderr."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = 0
-        self.tty = sys.stderr.isatty()
-
-    def step(self, row: Row) -> None:
-        self.done += 1
-        width = 30
-        filled = width * self.done // max(self.total, 1)
-        bar = "#" * filled + "-" * (width - filled)
-        text = f"grading [{bar}] {self.done}/{self.total}  {row.learner[-40:]}"
-        if self.tty:
-            sys.stderr.write("\r" + text.ljust(100))
-            if self.done == self.total:
-                sys.stderr.write("\n")
-        else:
-            sys.stderr.write(text + "\n")
-        sys.stderr.flush()
+def _progress(done: int, total: int, row: Row) -> None:
+    """Show how far grading is on stderr: one line redrawn on a terminal, else a line each."""
+    filled = 30 * done // max(total, 1)
+    text = f"grading [{'#' * filled}{'-' * (30 - filled)}] {done}/{total}  {row.learner[-40:]}"
+    if sys.stderr.isatty():
+        text = "\r" + text.ljust(100) + ("\n" if done == total else "")
+    else:
+        text += "\n"
+    sys.stderr.write(text)
+    sys.stderr.flush()
 
 
 def grade(
@@ -330,7 +288,7 @@ def grade(
 ) -> list[Row]:
     """Return one Row per submission, in the order given (jobs > 1 grades in parallel)."""
     grading = Grading(options or Options())
-    progress = _Progress(len(submissions))
+    done = itertools.count(1)  # learners graded so far (next() is one step, from any thread)
 
     def one(slot: int, submission: Submission) -> Row:
         try:
@@ -338,7 +296,7 @@ def grade(
         except Exception as exc:  # a grader bug must not lose the other rows
             row = Row(submission.learner, "error", {ex: 0.0 for ex in EXERCISES})
             row.errors.append(f"grader error: {exc!r}")
-        progress.step(row)
+        _progress(next(done), len(submissions), row)
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -354,9 +312,10 @@ EXIT_CODES = (
     "its reason (a submission that could not be graded, such as a corrupt notebook or one that "
     "loops forever, is an error row in it, not a failure of the command); 1 = the CSV was "
     "written, but a file was left out for a reason the grader could not settle (two originals "
-    "of one notebook for one learner: see 'not graded'); 2 = nothing was graded: a SUBMISSION "
-    "path does not exist, no notebook was found, an output cannot be written, or "
-    "--require-sandbox and no sandbox can be had."
+    "of one notebook for one learner, a resubmission included: see 'not graded'); 2 = nothing "
+    "was graded and no CSV was written: a SUBMISSION path does not exist, no notebook was "
+    "found (a file that is not a notebook is never a learner), an output cannot be written, "
+    "or --require-sandbox and no sandbox can be had."
 )
 
 
@@ -416,14 +375,37 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="also write a Canvas gradebook import (the learners of a Canvas export)",
     )
     parser.add_argument(
-        "--moodle",
-        metavar="CSV",
-        help="also write a Moodle grading worksheet (the learners of a Moodle export)",
-    )
-    parser.add_argument(
         "--assignment",
         default="Streaming course",
-        help="the gradebook column's name in the Canvas import (default 'Streaming course')",
+        help="the Canvas assignment's title, its column in the import (default "
+        "'Streaming course'); Canvas matches it by its exact title, or by --assignment-id",
+    )
+    parser.add_argument(
+        "--assignment-id",
+        metavar="ID",
+        default="",
+        help="the Canvas assignment's id: the column is then 'TITLE (ID)', which matches it",
+    )
+    parser.add_argument(
+        "--canvas-points",
+        type=float,
+        default=MAX_SCORE,
+        metavar="N",
+        help=f"the Canvas assignment's points possible; grades are scaled to it "
+        f"(default {MAX_SCORE:g}, the course's points)",
+    )
+    parser.add_argument(
+        "--moodle",
+        metavar="CSV",
+        help="also write a Moodle offline grading worksheet (the learners of a Moodle export)",
+    )
+    parser.add_argument(
+        "--moodle-max",
+        type=float,
+        default=MOODLE_MAXIMUM,
+        metavar="N",
+        help=f"the Moodle assignment's maximum grade; grades are scaled to it "
+        f"(default {MOODLE_MAXIMUM:g}, Moodle's default)",
     )
     parser.add_argument(
         "--excel",
@@ -441,36 +423,22 @@ class UsageProblem(Exception):
     """Grading cannot start: a path is missing or an output cannot be written."""
 
 
-def _prepare_output(path: Path, option: str) -> None:
-    if path.is_dir():
+def _prepare_output(path: Path, option: str, *, folder: bool = False) -> None:
+    """Create the folder an output goes to (``folder``: the output is that folder); raise
+    UsageProblem when it cannot be written."""
+    target = path if folder else path.parent
+    if path.is_dir() and not folder:
         raise UsageProblem(f"{option} {path} is a folder; give a file name")
-    blocker = next((d for d in (path.parent, *path.parent.parents) if d.is_file()), None)
+    blocker = next((d for d in (target, *target.parents) if d.is_file()), None)
     if blocker is not None:
         raise UsageProblem(f"{option} {path}: {blocker} is a file, not a folder")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageProblem(
-            f"{option} {path}: cannot create its folder ({exc.strerror or exc})"
-        ) from None
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        problem = f"{option} {path}: cannot create the folder ({exc.strerror or exc})"
+        raise UsageProblem(problem) from None
+    if not os.access(target, os.W_OK) or (path.is_file() and not os.access(path, os.W_OK)):
         raise UsageProblem(f"{option} {path}: not writable")
-
-
-def _prepare_outputs(out: Path, feedback: Path | None, report: Path | None) -> None:
-    """Create the folders the outputs go to; raise UsageProblem when they cannot be written."""
-    _prepare_output(out, "--out")
-    if report is not None:
-        _prepare_output(report, "--report")
-    if feedback is not None:
-        try:
-            feedback.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageProblem(
-                f"--feedback {feedback}: cannot create the folder ({exc.strerror or exc})"
-            ) from None
-        if not os.access(feedback, os.W_OK):
-            raise UsageProblem(f"--feedback {feedback}: not writable")
 
 
 def _support(args: argparse.Namespace) -> tuple[sandbox.SandboxSupport, str]:
@@ -484,13 +452,6 @@ def _support(args: argparse.Namespace) -> tuple[sandbox.SandboxSupport, str]:
     if args.require_sandbox:
         raise UsageProblem(f"--require-sandbox: {support.reason}")
     return support, f"{support.reason}; learner code runs with resource limits only"
-
-
-def _outputs(args: argparse.Namespace) -> dict[str, Path | None]:
-    """Return the output paths given (None for those not asked for)."""
-    named = {"out": args.out, "feedback": args.feedback, "report": args.report}
-    named |= {"canvas": args.canvas, "moodle": args.moodle}
-    return {key: Path(value) if value else None for key, value in named.items()}
 
 
 def _write_outputs(
@@ -508,20 +469,23 @@ def _write_outputs(
         write_report(rows, paths["report"], seed=seed, how=how, elapsed_s=elapsed_s,
                      not_graded=roster.not_graded)  # fmt: skip
     if paths["canvas"] is not None:
-        write_canvas(rows, paths["canvas"], assignment=args.assignment, bom=args.excel)
+        write_canvas(
+            rows,
+            paths["canvas"],
+            title=args.assignment,
+            assignment_id=args.assignment_id,
+            points=args.canvas_points,
+            bom=args.excel,
+        )
     if paths["moodle"] is not None:
-        write_moodle(rows, paths["moodle"], bom=args.excel)
+        # The grades' time: Moodle keeps a grade of its own that is newer.
+        when = datetime.now().astimezone()
+        write_moodle(rows, paths["moodle"], when=when, maximum=args.moodle_max, bom=args.excel)
 
 
 def main(args: argparse.Namespace) -> int:
-    """Grade the submissions; write the CSVs (and feedback, report); return the exit code.
-
-    0 when the CSV was written (error rows included) and every file is graded
-    or listed with its reason; 1 when a file was left out for a reason the
-    grader could not settle; 2 when nothing was graded because a given path
-    does not exist, no notebook was found, an output cannot be written, or a
-    sandbox was required and none can be had. Every check that can fail early
-    runs before any grading.
+    """Grade the submissions; write the outputs; return the exit code (``EXIT_CODES`` says
+    what each means, in ``--help``). Every check that can fail early runs before any grading.
     """
     missing = [raw for raw in args.submissions if not Path(raw).exists()]
     if missing:
@@ -529,17 +493,19 @@ def main(args: argparse.Namespace) -> int:
             print(f"lessonkit grade: {raw}: no such file or folder", file=sys.stderr)
         return 2
     roster = find_roster(args.submissions)  # step 1: find the submissions
+    for item in roster.not_graded:
+        print(f"lessonkit grade: not graded: {item.path}: {item.reason}", file=sys.stderr)
     if not roster.submissions:
         print(
             "lessonkit grade: no notebooks found in " + " ".join(args.submissions), file=sys.stderr
         )
         return 2
-    paths = _outputs(args)
+    outputs = ("out", "feedback", "report", "canvas", "moodle")  # the paths given, or None
+    paths = {key: Path(value) if (value := getattr(args, key)) else None for key in outputs}
     try:
-        _prepare_outputs(paths["out"], paths["feedback"], paths["report"])
-        for key in ("canvas", "moodle"):
-            if paths[key] is not None:
-                _prepare_output(paths[key], f"--{key}")
+        for key, path in paths.items():
+            if path is not None:
+                _prepare_output(path, f"--{key}", folder=key == "feedback")
         support, how = _support(args)
     except UsageProblem as exc:
         print(f"lessonkit grade: {exc}", file=sys.stderr)
@@ -547,8 +513,6 @@ def main(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(1 << 31)
     print(f"lessonkit grade: {how}", file=sys.stderr)
     print(f"lessonkit grade: hidden checks drawn with --seed {seed}", file=sys.stderr)
-    for item in roster.not_graded:
-        print(f"lessonkit grade: not graded: {item.path}: {item.reason}", file=sys.stderr)
     setup = Setup(
         timeout_s=args.timeout,
         limits=sandbox.Limits(cpu_s=int(max(30, 4 * args.timeout))),

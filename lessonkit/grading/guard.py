@@ -1,4 +1,4 @@
-"""Inside the sandbox, before any learner code: ``child_setup()``, and what its events mean.
+"""Inside the sandbox, before any learner code: ``child_setup()``, and the flags it reports.
 
 The sandbox (``lessonkit.grading.sandbox``) makes the kernel refuse what a
 submission must not do; this module, run first in the sandboxed process,
@@ -7,12 +7,13 @@ submission must not do; this module, run first in the sandboxed process,
 * ``child_setup()`` puts SIGXFSZ back to its default (Python ignores it, which
   would turn the file size limit into a silent EFBIG) and installs an audit
   hook that reports, on the events pipe the grader passed, attempts the OS
-  denies anyway: a connection or datagram (network), opening for writing or
-  changing a path outside the scratch folder, reading another process's
+  denies anyway, each as the flag the grades CSV shows (``GUARD_FLAGS``): a
+  connection or datagram (network), opening for writing or changing a path
+  outside the scratch folder, reading another process's
   ``/proc/<pid>/environ``, signalling another process, starting processes.
-  At most five events of each kind per process, written without blocking.
-* ``EVENT_FLAGS`` and ``flags_for_exception`` turn events and the errors that
-  limits cause (MemoryError, EAGAIN on fork...) into the CSV's flags.
+  At most five reports of each kind per process, written without blocking.
+* ``flags_for_exception`` turns the errors that limits cause (MemoryError,
+  EAGAIN on fork...) into the CSV's flags.
 
 Advisory by nature: learner code in the same process can close or flood the
 pipe, or act through ctypes. The OS denial holds regardless; a hidden attempt
@@ -26,30 +27,13 @@ import os
 import signal
 import sys
 
-__all__ = [
-    "EVENTS_ENV",
-    "EVENT_FLAGS",
-    "READONLY_ENV",
-    "SCRATCH",
-    "SCRATCH_ENV",
-    "child_setup",
-    "flags_for_exception",
-]
-
 SCRATCH = "/tmp"  # the writable directory inside the sandbox (also cwd, HOME, TMPDIR)
 EVENTS_ENV = "LESSONKIT_SANDBOX_EVENTS_FD"  # tells child_setup where to report
 SCRATCH_ENV = "LESSONKIT_SANDBOX_SCRATCH"
 READONLY_ENV = "LESSONKIT_SANDBOX_READONLY"  # read-only folders, for child_setup's judgement
 
-# event reported by the hook -> the flag the grades CSV shows
-EVENT_FLAGS = {
-    "network": "network",
-    "write-outside-scratch": "wrote-outside-scratch",
-    "read-environ": "read-other-environ",
-    "kill": "kill",
-    "spawn": "spawn",
-    "exec": "spawn",
-}
+# what the hook reports, as the grades CSV's flags (nothing else read from the pipe counts)
+GUARD_FLAGS = {"network", "wrote-outside-scratch", "read-other-environ", "kill", "spawn"}
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _PATH_EVENTS = {  # audit events that change the file at args[0]
@@ -92,12 +76,12 @@ def child_setup() -> None:
     shown = [p for p in os.environ.get(READONLY_ENV, "").split(os.pathsep) if p]
     counts: dict[tuple[int, str], int] = {}
 
-    def send(event: str, detail: object) -> None:
-        key = (os.getpid(), event)  # five per kind in each process (a fork starts afresh)
+    def send(flag: str, detail: object) -> None:
+        key = (os.getpid(), flag)  # five per kind in each process (a fork starts afresh)
         if counts.get(key, 0) >= 5:
             return
         counts[key] = counts.get(key, 0) + 1
-        line = json.dumps({"event": event, "detail": repr(detail)[:200], "pid": os.getpid()})
+        line = json.dumps({"flag": flag, "detail": repr(detail)[:200], "pid": os.getpid()})
         try:
             os.write(fd, line.encode() + b"\n")
         except OSError:
@@ -123,12 +107,12 @@ def child_setup() -> None:
             )
             text = os.fsdecode(path) if isinstance(path, (str, bytes)) else ""
             if writing and outside(path):
-                send("write-outside-scratch", path)
+                send("wrote-outside-scratch", path)
             elif text.startswith("/proc/") and text.endswith("/environ"):
                 if text not in ("/proc/self/environ", f"/proc/{os.getpid()}/environ"):
-                    send("read-environ", path)
+                    send("read-other-environ", path)
         elif event in _PATH_EVENTS and args and outside(args[0]):
-            send("write-outside-scratch", (event, args[0]))
+            send("wrote-outside-scratch", (event, args[0]))
         elif event in ("socket.connect", "socket.sendto", "socket.sendmsg"):
             send("network", args[1] if len(args) > 1 else args)
         elif event in ("os.kill", "os.killpg"):
@@ -137,7 +121,7 @@ def child_setup() -> None:
         elif event in _SPAWN_EVENTS:
             send("spawn", (event, args[0] if args else ""))
         elif event == "os.exec":
-            send("exec", args[0] if args else "")
+            send("spawn", args[0] if args else "")
 
     busy = [False]
 

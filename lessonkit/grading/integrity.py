@@ -43,6 +43,7 @@ feedback and the instructor's report then still show what passed.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -53,8 +54,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-__all__ = ["ANSWERS", "CASES_FILE", "CaseForms", "Catalogue", "Recorder", "copies"]
 
 # module, the answers in it ("*": every function and method written in it), the name shown
 ANSWERS: tuple[tuple[str, tuple[str, ...] | str, str], ...] = (
@@ -204,18 +203,18 @@ def _fingerprint(code: types.CodeType) -> tuple:
     return (code.co_code, code.co_names, consts)
 
 
-def _codes_in(code: types.CodeType) -> Iterator[types.CodeType]:
+def codes_in(code: types.CodeType) -> Iterator[types.CodeType]:
     yield code
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            yield from _codes_in(const)
+            yield from codes_in(const)
 
 
 def _fingerprints() -> dict[tuple, str]:
     """Return bytecode fingerprint -> the answer it belongs to, for every answer's code."""
     found: dict[tuple, str] = {}
     for fn, shown in _answer_functions():
-        for code in _codes_in(fn.__code__):
+        for code in codes_in(fn.__code__):
             if len(code.co_code) >= MIN_COPY_BYTES:
                 found.setdefault(_fingerprint(code), shown)
     return found
@@ -280,9 +279,10 @@ def _as_key(item: Any) -> Any:
     return None
 
 
-def _reach(value: Any, limit: int) -> Iterator[Any]:
+def reach(value: Any, limit: int) -> Iterator[Any]:
     """Yield the learner's objects ``value`` holds: the functions and classes its code names,
-    its closure, defaults and constants, and the items of the containers among them."""
+    its closure, defaults and constants, what a ``functools.partial`` binds, and the items
+    of the containers among them (at most ``limit`` objects)."""
     seen: set[int] = set()
     todo: list[Any] = [value]
     while todo and len(seen) < limit:
@@ -297,6 +297,8 @@ def _reach(value: Any, limit: int) -> Iterator[Any]:
             todo += list(item)[:500]
         elif isinstance(item, type):
             todo += _methods(item)
+        elif isinstance(item, functools.partial):
+            todo += [item.func, *item.args, *item.keywords.values()]
         elif isinstance(item, types.FunctionType) and not _in_course(item):
             todo += _held_by(item)
 
@@ -313,7 +315,7 @@ def _held_by(fn: types.FunctionType) -> list[Any]:
             held.append(cell.cell_contents)
         except ValueError:  # an empty cell
             pass
-    for code in _codes_in(fn.__code__):
+    for code in codes_in(fn.__code__):
         held += [c for c in code.co_consts if not isinstance(c, types.CodeType)]
         held += [fn.__globals__[n] for n in code.co_names if n in fn.__globals__]
     return [h for h in held if not isinstance(h, types.ModuleType)]
@@ -334,15 +336,13 @@ class Catalogue:
         self.key_types = (ex3.KeyText, ex3.AnswerKey)
 
     def copies(self, value: Any, *, limit: int = 2000) -> dict[str, str]:
-        """Return the course answers ``value`` holds, each with what it holds (see ``copies``)."""
+        """Return {course answer: what ``value`` holds of it}: pasted code, exercise 6's
+        cases, the key. ``value`` is a learner's function (or class), or exercise 3's dict."""
         return _copies(self, value, limit)
 
 
 def copies(value: Any, *, limit: int = 2000) -> dict[str, str]:
-    """Return {course answer: what ``value`` holds of it}: pasted code, exercise 6's cases, the key.
-
-    ``value`` is a learner's function (or class), or exercise 3's dict of answers.
-    """
+    """Return ``Catalogue().copies(value)``: for one check (a process of many builds one)."""
     return Catalogue().copies(value, limit=limit)
 
 
@@ -352,13 +352,13 @@ def _copies(catalogue: Catalogue, value: Any, limit: int) -> dict[str, str]:
     inputs: dict[str, str] = {}  # case name -> how its input is written
     outputs: set[tuple] = set()  # expected event lists held
     file_signs: dict[str, None] = {}
-    for item in _reach(value, limit):
+    for item in reach(value, limit):
         if isinstance(item, catalogue.key_types):
             found.setdefault(EX3_KEY, "its answer key")
             continue
         if isinstance(item, types.FunctionType):
             if not _in_course(item):
-                for code in _codes_in(item.__code__):
+                for code in codes_in(item.__code__):
                     if len(code.co_code) >= MIN_COPY_BYTES:
                         if shown := fingerprints.get(_fingerprint(code)):
                             found.setdefault(shown, "a copy of its code")

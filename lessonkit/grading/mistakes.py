@@ -8,7 +8,7 @@ marker or a field found by searching the text...). One cause may have several
 readers, one per way learners write it: a chunk is taken for an event whole,
 or split at blank lines with no buffer carried to the next chunk (its pieces
 stripped or not), or read line by line with no buffer. The diagnosis
-(``streams.stream_diagnosis``) runs them on an input the learner's function
+(``streams.ReaderExercise.diagnose``) runs them on an input the learner's function
 failed: when one of them gives exactly what the learner's gave (the same
 value, or the same exception), the feedback names its cause. The readers are
 the grader's own code, never the learner's; they run only on failures.
@@ -23,8 +23,6 @@ import enum
 import functools
 import json
 from collections.abc import Callable, Iterable, Iterator
-
-__all__ = ["ANTHROPIC_MISTAKES", "LESSON_MISTAKES", "Mistakes", "Slip"]
 
 
 class Slip(enum.Enum):

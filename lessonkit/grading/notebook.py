@@ -8,7 +8,7 @@ and shows what failed: the rule, the smallest input that shows the learner's
 root bug, what was expected and what came back, and a hint. It never raises.
 
 The learner's function runs out of the kernel's reach, under a time limit per
-call (``lessonkit.grading.runners``): in a worker process started for the
+call (``lessonkit.grading.timed_calls``): in a worker process started for the
 check, or -- in a browser kernel, which has no processes -- in the kernel
 under a time budget (``sys.monitoring``, else ``sys.settrace``) that stops a
 loop written in Python (not one inside C code). Both give the same points and hints. The kernel compares each
@@ -32,7 +32,7 @@ import io
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lessonkit.grading import integrity
@@ -55,18 +55,7 @@ from lessonkit.grading.engine import (
 from lessonkit.grading.ex5_resume import FakeFetch, FetchScript
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.feedback import feedback_html, report_text
-from lessonkit.grading.runners import Runner, choose_runner
-
-__all__ = [
-    "GRADING_ENV",
-    "CheckResult",
-    "check",
-    "grading_mode",
-    "http_fetch",
-    "live_resume",
-    "practice_fetch",
-    "try_it",
-]
+from lessonkit.grading.timed_calls import Runner, choose_runner
 
 GRADING_ENV = "LESSONKIT_GRADING"
 SHOWN_RESULT_CHARS = 10_000  # longest result repr try_it prints
@@ -125,7 +114,7 @@ def check(
 
     ``fn`` is the learner's function (for the "now change it" exercise: the
     dict of answers). ``runner`` picks where the calls run (tests; by default
-    lessonkit chooses, see ``runners.choose_runner``). Never raises: problems
+    lessonkit chooses, see ``timed_calls.choose_runner``). Never raises: problems
     become feedback.
     """
     exercise = EXERCISES.get(exercise_id)
@@ -171,15 +160,7 @@ def _finish(result: CheckResult, show: bool) -> CheckResult:
     if not show:
         return result
     # Remember the cell, so the result echoed at the end of that cell shows nothing more.
-    shown = CheckResult(
-        result.passed,
-        result.score,
-        result.max_score,
-        result.feedback,
-        result.report,
-        result.exercise,
-        shown_in_cell=_execution_count(),
-    )
+    shown = replace(result, shown_in_cell=_execution_count())
     _display(shown)
     return shown
 

@@ -4,17 +4,20 @@ A class arrives in many shapes, often several at once (a folder holding an
 nbgrader, a Canvas and a Moodle export). Each folder is recognised on its
 own, at any depth:
 
-* nbgrader: a ``submitted/`` folder; each folder in it is a student;
+* nbgrader: a ``submitted/`` folder; each folder in it is a student, with
+  everything under it;
 * Moodle ("download submissions in folders"):
   ``José Núñez_200101_assignsubmission_file_/...`` -> ``José Núñez_200101``
-  (LMS id 200101), and the older flat ``..._assignsubmission_file_ex1....ipynb``;
+  (LMS id 200101, the participant number), and the older flat
+  ``..._assignsubmission_file_ex1....ipynb``;
 * Gradescope: ``submission_<id>/`` folders, named by the export's
   ``submission_metadata.yml`` (the submitter's sid, else email, else name);
 * Canvas, flat in one folder: ``núñezjosé_12345_67890_ex1_response_times.ipynb``
-  (also ``..._late_...``) -> ``núñezjosé_12345`` (LMS id 12345);
-* a folder per learner: a folder below the one given whose notebooks are one
-  learner's (no course notebook twice, no LMS export inside) is that learner,
-  with everything under it (``class/alice/week1/ex1_response_times.ipynb``);
+  -> ``núñezjosé_12345`` (LMS id 12345); ``..._late_...`` (any case) marks
+  the file as handed in late;
+* a folder per learner: in a folder you give (or one holding an export), each
+  other folder is one learner, with everything under it: a resubmission
+  (``class/alice/week1/...`` and ``class/alice/week2/...``) stays alice's;
 * loose notebooks in a folder: course notebooks (by name or metadata), each a
   different one, are one learner named by the folder; any other notebook
   (``bob.ipynb``) is a learner of its own, named by the file.
@@ -22,13 +25,19 @@ own, at any depth:
 Names may be in any script. Every file handed over ends up either in exactly
 one learner's submission or in ``Roster.not_graded`` with its reason: a second
 copy of a notebook (Jupyter's ``-Copy1``, ``(1)``), a checkpoint, a file that
-is not a notebook. A learner id found in two places is kept apart (each row
-says where it came from); a second original of the same notebook for one
+is not a notebook. Only notebooks make a learner: a file or a folder without
+one is listed, never a row. A second original of the same notebook for one
 learner is listed as not graded and *unexplained*, which makes ``lessonkit
-grade`` exit non-zero. A notebook that cannot be read is still a learner's
-(the grader makes it an error on the exercise its name says).
+grade`` exit 1. A learner id found in two places is one learner when one LMS
+gives both the same id (nbgrader's student, a Canvas user): merged, with a
+note naming both places; otherwise the two are kept apart (``sam (a)``,
+``sam (b)``), each with a note naming the other place. A notebook that cannot
+be read is still a learner's (the grader makes it an error on the exercise
+its name says).
 
-``read_code_cells(path)`` reads a notebook's code, never its stored outputs.
+A submission's notebooks are ``Notebook`` objects: a file, or bytes that came
+from elsewhere (an archive); ``read_code_cells(data)`` reads a notebook's
+code from its bytes, never its stored outputs.
 """
 
 from __future__ import annotations
@@ -43,26 +52,14 @@ from pathlib import Path
 
 from lessonkit.grading.exercises import EXERCISES
 
-__all__ = [
-    "COURSE_NOTEBOOKS",
-    "NotANotebook",
-    "NotGraded",
-    "Roster",
-    "Submission",
-    "course_notebook",
-    "exercise_of",
-    "find_roster",
-    "find_submissions",
-    "read_code_cells",
-]
-
 # course notebook id -> the exercise it holds: ex1_response_times ... ex6_parse_sse
 COURSE_NOTEBOOKS = {f"ex{i}_{eid}": eid for i, eid in enumerate(EXERCISES, 1)}
 _SKIPPED_DIRS = {".ipynb_checkpoints": "a Jupyter checkpoint, not the submission",
                  "__pycache__": "Python's cache"}  # fmt: skip
 _COPY = re.compile(r"(?:-Copy\d*| \(\d+\)|-\d+| copy(?: \d+)?)$", re.IGNORECASE)
 _CANVAS = re.compile(
-    r"^(?P<name>[^\W\d_][^_]*?)(?:_late)?_(?P<uid>\d+)(?:_(?P<aid>\d+))?_(?P<file>.+)$"
+    r"^(?P<name>[^\W\d_][^_]*?)(?P<late>_late)?_(?P<uid>\d+)(?:_(?P<aid>\d+))?_(?P<file>.+)$",
+    re.IGNORECASE,
 )
 _MOODLE = re.compile(
     r"^(?P<name>.+?)_(?P<uid>\d+)_assign(?:submission|feedback)_[a-z]+_?(?P<file>.*)$"
@@ -72,14 +69,39 @@ _GRADESCOPE_META = "submission_metadata.yml"
 
 
 @dataclass(frozen=True)
+class Notebook:
+    """One notebook handed in: the path it was found at, and its bytes when not from that file.
+
+    A notebook taken out of an archive carries its ``data``; its ``path``
+    then names it (``alice.zip/ex1_response_times.ipynb``).
+    """
+
+    path: Path
+    data: bytes | None = None
+
+    @property
+    def name(self) -> str:
+        """Return the notebook's file name."""
+        return self.path.name
+
+    def read(self) -> bytes:
+        """Return the notebook's bytes (OSError when its file cannot be read)."""
+        return self.data if self.data is not None else self.path.read_bytes()
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+@dataclass(frozen=True)
 class Submission:
     """One learner's work: an id, the notebooks to grade together, notes about the files."""
 
     learner: str
-    notebooks: tuple[Path, ...]
+    notebooks: tuple[Notebook, ...]
     notes: tuple[str, ...] = ()
     lms: str = ""  # "canvas", "moodle", "gradescope", "nbgrader" or "" (a folder, a file)
     lms_id: str = ""  # the LMS's own id of the learner (Canvas user id, Moodle participant)
+    late: tuple[str, ...] = ()  # the files the LMS marked as handed in late
 
 
 @dataclass(frozen=True)
@@ -112,12 +134,13 @@ class _Found:
     source: Path
     lms: str = ""
     lms_id: str = ""
-    notebooks: list[Path] = field(default_factory=list)
+    notebooks: list[Notebook] = field(default_factory=list)
+    late: list[str] = field(default_factory=list)
 
 
-def _plain_name(path: Path) -> str:
+def _plain_name(name: str) -> str:
     """Return a notebook's file stem without an LMS prefix (Canvas, Moodle)."""
-    stem = unicodedata.normalize("NFC", path.stem)
+    stem = unicodedata.normalize("NFC", name.removesuffix(".ipynb"))
     for pattern in (_CANVAS, _MOODLE):
         match = pattern.match(stem)
         if match and match.group("file"):
@@ -125,22 +148,22 @@ def _plain_name(path: Path) -> str:
     return stem
 
 
-def course_notebook(path: Path) -> str | None:
-    """Return which course notebook a file is: its lessonkit metadata, else its name."""
+def course_notebook(notebook: Notebook) -> str | None:
+    """Return which course notebook it is: its lessonkit metadata, else its name."""
     try:
-        meta = json.loads(path.read_bytes()).get("metadata", {}).get("lessonkit", {})
+        meta = json.loads(notebook.read()).get("metadata", {}).get("lessonkit", {})
         value = meta.get("notebook")
         if isinstance(value, str) and value in COURSE_NOTEBOOKS:
             return value
     except (OSError, ValueError, AttributeError):
         pass
-    plain = _COPY.sub("", _plain_name(path))
+    plain = _COPY.sub("", _plain_name(notebook.name))
     return plain if plain in COURSE_NOTEBOOKS else None
 
 
-def exercise_of(path: Path) -> str | None:
-    """Return the exercise id a notebook's name says it holds (for an unreadable file)."""
-    plain = _COPY.sub("", _plain_name(path))
+def exercise_of(name: str) -> str | None:
+    """Return the exercise id a notebook's file name says it holds (for an unreadable file)."""
+    plain = _COPY.sub("", _plain_name(name))
     found = re.search(r"ex(\d)_", plain)
     if plain in COURSE_NOTEBOOKS:
         return COURSE_NOTEBOOKS[plain]
@@ -149,36 +172,57 @@ def exercise_of(path: Path) -> str | None:
     return None
 
 
-def _is_copy(path: Path) -> bool:
-    return bool(_COPY.search(_plain_name(path)))
+def _is_copy(notebook: Notebook) -> bool:
+    return bool(_COPY.search(_plain_name(notebook.name)))
 
 
-def _flat_lms(path: Path) -> tuple[str, str, str] | None:
-    """Return (learner, lms, lms id) of a Canvas or flat Moodle file name, else None."""
+def _flat_lms(path: Path) -> _Found | None:
+    """Return the learner of a Canvas or flat Moodle file name, else None."""
     stem = unicodedata.normalize("NFC", path.stem)
     for lms, pattern in (("canvas", _CANVAS), ("moodle", _MOODLE)):
         match = pattern.match(stem)
         if match and match.group("file"):
-            return f"{match.group('name')}_{match.group('uid')}", lms, match.group("uid")
+            uid = match.group("uid")
+            found = _Found(f"{match.group('name')}_{uid}", path.parent, lms, uid)
+            found.late += [path.name] if lms == "canvas" and match.group("late") else []
+            return found
     return None
 
 
-def _folder_lms(folder: Path, gradescope: dict[str, str]) -> tuple[str, str, str] | None:
-    """Return (learner, lms, lms id) of an LMS submission folder, else None."""
+def _folder_lms(folder: Path, gradescope: dict[str, str]) -> _Found | None:
+    """Return the learner of an LMS submission folder, else None."""
     name = unicodedata.normalize("NFC", folder.name)
     moodle = _MOODLE.match(name)
     if moodle and not moodle.group("file"):
-        return f"{moodle.group('name')}_{moodle.group('uid')}", "moodle", moodle.group("uid")
+        learner = f"{moodle.group('name')}_{moodle.group('uid')}"
+        return _Found(learner, folder, "moodle", moodle.group("uid"))
     if _GRADESCOPE.match(name):
         who = gradescope.get(name, name)
-        return who, "gradescope", who
+        return _Found(who, folder, "gradescope", who)
     return None
+
+
+def _skipped(name: str) -> str | None:
+    """Return why a folder is not looked into (a checkpoint, a hidden folder), else None."""
+    return _SKIPPED_DIRS.get(name) or ("a hidden folder" if name.startswith(".") else None)
 
 
 def _files_under(folder: Path) -> Iterator[Path]:
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         yield from (Path(root) / f for f in sorted(files))
+
+
+def _holds_export(folder: Path) -> bool:
+    """Return True when an LMS export lies somewhere below: nbgrader's submitted/, a Moodle
+    or Gradescope folder, a Canvas or flat Moodle file name."""
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not _skipped(d)]
+        if "submitted" in dirs or any(_folder_lms(Path(root) / d, {}) for d in dirs):
+            return True
+        if any(name.endswith(".ipynb") and _flat_lms(Path(name)) for name in files):
+            return True
+    return False
 
 
 def _gradescope_names(root: Path) -> dict[str, str]:
@@ -219,14 +263,11 @@ class _Scan:
             elif path.suffix != ".ipynb":
                 self.left.append(NotGraded(path, f"not a notebook ({found.learner}'s folder)"))
             else:
-                found.notebooks.append(path)
+                found.notebooks.append(Notebook(path))
         self.found.append(found)
 
-    def folder(self, folder: Path, *, given: bool) -> None:
-        """Find the learners in a folder: one learner, an LMS export, or a folder of them."""
-        if not given and _one_learner(folder):
-            self.learner(_Found(folder.name, folder), _files_under(folder))
-            return
+    def folder(self, folder: Path) -> None:
+        """Find the learners in a folder given (or one holding an export): each entry on its own."""
         gradescope = _gradescope_names(folder)
         loose: list[Path] = []
         for entry in sorted(folder.iterdir()):
@@ -237,7 +278,7 @@ class _Scan:
             elif entry.suffix != ".ipynb" or entry.name.startswith("."):
                 self.left.append(NotGraded(entry, "not a notebook"))
             elif (flat := _flat_lms(entry)) is not None:
-                self.learner(_Found(flat[0], folder, flat[1], flat[2]), [entry])
+                self.learner(flat, [entry])
             else:
                 loose.append(entry)
         course = _one_learners(loose)
@@ -248,8 +289,8 @@ class _Scan:
                 self.learner(_Found(notebook.stem, folder), [notebook])
 
     def subfolder(self, entry: Path, gradescope: dict[str, str]) -> None:
-        if entry.name in _SKIPPED_DIRS or entry.name.startswith("."):
-            reason = _SKIPPED_DIRS.get(entry.name, "a hidden folder")
+        """A folder inside one given: skipped, nbgrader's, an LMS learner, an export, or a learner."""
+        if reason := _skipped(entry.name):
             self.left += [NotGraded(p, reason) for p in _files_under(entry)]
         elif entry.name == "submitted":  # nbgrader: submitted/<student>/<assignment>/
             for student in sorted(p for p in entry.iterdir() if p.is_dir()):
@@ -258,67 +299,46 @@ class _Scan:
             self.left += [NotGraded(p, "not in a student's folder") for p in entry.iterdir()
                           if p.is_file()]  # fmt: skip
         elif (lms := _folder_lms(entry, gradescope)) is not None:
-            self.learner(_Found(lms[0], entry, lms[1], lms[2]), _files_under(entry))
-        else:
-            self.folder(entry, given=False)
+            self.learner(lms, _files_under(entry))
+        elif _holds_export(entry):
+            self.folder(entry)
+        else:  # a folder per learner: everything under it is this learner's
+            self.learner(
+                _Found(unicodedata.normalize("NFC", entry.name), entry), _files_under(entry)
+            )
 
     def file(self, path: Path) -> None:
-        """A notebook given by its path: its LMS name, nbgrader's student, else its stem."""
+        """A file given by its path: a notebook is its LMS name's, nbgrader's student's, or its
+        stem's learner; anything else is listed, never a learner."""
         parts = path.resolve().parts[:-1]
-        if "submitted" in parts[:-1]:
-            at = len(parts) - 1 - parts[::-1].index("submitted")
-            student = parts[at + 1]
+        if path.suffix != ".ipynb":
+            self.left.append(NotGraded(path, "not a notebook"))
+        elif "submitted" in parts[:-1]:
+            student = parts[len(parts) - parts[::-1].index("submitted")]
             self.learner(_Found(student, path.parent, "nbgrader", student), [path])
-        elif (flat := _flat_lms(path)) is not None:
-            self.learner(_Found(flat[0], path.parent, flat[1], flat[2]), [path])
         else:
-            self.learner(_Found(path.stem, path.parent), [path])
-
-
-def _one_learner(folder: Path) -> bool:
-    """Return True when a folder holds one learner's notebooks: no LMS export inside, and
-    either course notebooks of its own or each course notebook at most once (copies aside)."""
-    kinds: set[str] = set()
-    twice = False
-    notebooks = 0
-    own = any(p.suffix == ".ipynb" and course_notebook(p) for p in folder.iterdir() if p.is_file())
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith(".")]
-        if "submitted" in dirs or any(_folder_lms(Path(root) / d, {}) for d in dirs):
-            return False
-        for name in files:
-            path = Path(root) / name
-            if path.suffix != ".ipynb":
-                continue
-            if _flat_lms(path) is not None:
-                return False
-            notebooks += 1
-            kind = course_notebook(path)
-            if kind is not None and not _is_copy(path):
-                twice = twice or kind in kinds
-                kinds.add(kind)
-    return notebooks > 0 and (own or not twice)
+            self.learner(_flat_lms(path) or _Found(path.stem, path.parent), [path])
 
 
 def _one_learners(loose: list[Path]) -> list[Path]:
     """Return the loose notebooks that are one learner's: course-named files (with their
     copies), or files that are each a different course notebook by their metadata."""
-    named = [nb for nb in loose if exercise_of(nb) is not None]
+    named = [nb for nb in loose if exercise_of(nb.name) is not None]
     others = [nb for nb in loose if nb not in named]
-    kinds = [course_notebook(nb) for nb in others]
-    taken = {course_notebook(nb) for nb in named}
+    kinds = [course_notebook(Notebook(nb)) for nb in others]
+    taken = {course_notebook(Notebook(nb)) for nb in named}
     if len(others) >= 2 and None not in kinds and len(set(kinds)) == len(kinds):
         if not taken & set(kinds):
             return named + others
     return named
 
 
-def _one_file_each(found: _Found) -> tuple[list[Path], list[str], list[NotGraded]]:
+def _one_file_each(found: _Found) -> tuple[list[Notebook], list[str], list[NotGraded]]:
     """Return (notebooks to grade, notes, files left out): one file per course notebook."""
-    kept: list[Path] = []
+    kept: list[Notebook] = []
     notes: list[str] = []
     left: list[NotGraded] = []
-    by_kind: dict[str, list[Path]] = {}
+    by_kind: dict[str, list[Notebook]] = {}
     for notebook in dict.fromkeys(found.notebooks):
         kind = course_notebook(notebook)
         if kind is None:
@@ -326,21 +346,21 @@ def _one_file_each(found: _Found) -> tuple[list[Path], list[str], list[NotGraded
         else:
             by_kind.setdefault(kind, []).append(notebook)
     for same in by_kind.values():
-        same.sort(key=lambda p: (_is_copy(p), len(p.name), str(p)))
+        same.sort(key=lambda nb: (_is_copy(nb), len(nb.name), str(nb)))
         kept.append(same[0])
         for other in same[1:]:
             if _is_copy(other):
                 reason = f"a second copy of {same[0].name} (only that one is graded)"
                 notes.append(f"ignored {other.name}: {reason}")
-                left.append(NotGraded(other, f"{found.learner}: {reason}"))
+                left.append(NotGraded(other.path, f"{found.learner}: {reason}"))
             else:
                 reason = (
                     f"{found.learner} has two originals of {same[0].name}: {same[0]} is "
                     "graded; say which one counts by removing the other"
                 )
                 notes.append(f"not graded {other}: a second original")
-                left.append(NotGraded(other, reason, explained=False))
-    return sorted(kept), notes, left
+                left.append(NotGraded(other.path, reason, explained=False))
+    return sorted(kept, key=str), notes, left
 
 
 def find_roster(paths: Iterable[str | Path]) -> Roster:
@@ -348,51 +368,55 @@ def find_roster(paths: Iterable[str | Path]) -> Roster:
     scan = _Scan()
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            scan.folder(path, given=True)
+        if path.is_dir() and path.name == "submitted":  # nbgrader's folder itself
+            scan.subfolder(path, {})
+        elif path.is_dir():
+            scan.folder(path)
         else:
             scan.file(path)
     by_id: dict[str, list[_Found]] = {}
     for found in scan.found:
-        by_id.setdefault(found.learner, []).append(found)
+        if found.notebooks:  # only notebooks make a learner
+            by_id.setdefault(found.learner, []).append(found)
     submissions = []
     left = list(scan.left)
     for learner, group in by_id.items():
-        sources = {str(f.source) for f in group}
-        merged = {f.lms_id for f in group if f.lms_id}
-        together = len(group) == 1 or (len(merged) == 1 and len({f.lms for f in group}) == 1)
-        parts = [group] if together else [[f] for f in group]
+        places = sorted({str(f.source) for f in group})
+        one_lms_id = len({(f.lms, f.lms_id) for f in group}) == 1 and group[0].lms_id
+        parts = [group] if len(group) == 1 or one_lms_id else [[f] for f in group]
         for part in parts:
             first = part[0]
-            name = learner if together else f"{learner} ({first.source.parent.name})"
-            whole = _Found(name, first.source, first.lms, first.lms_id)
+            whole = _Found(learner, first.source, first.lms, first.lms_id)
             whole.notebooks = [nb for f in part for nb in f.notebooks]
+            if len(parts) > 1:
+                whole.learner = f"{learner} ({first.source.parent.name})"
             kept, notes, out = _one_file_each(whole)
-            if not together:
-                notes.insert(0, f"the learner id {learner} is also found in "
-                             f"{', '.join(sorted(sources - {str(first.source)}))}")  # fmt: skip
+            if len(places) > 1 and len(parts) == 1:
+                one = f"graded as one learner ({first.lms} id {first.lms_id})"
+                notes.insert(0, f"{learner} is found in {' and '.join(places)}: {one}")
+            elif len(parts) > 1:
+                others = ", ".join(p for p in places if p != str(first.source))
+                notes.insert(0, f"the learner id {learner} is also found in {others}: kept apart")
+            late = tuple(name for f in part for name in f.late)
+            notes += [f"handed in late: {', '.join(late)}"] if late else []
             left += out
-            submissions.append(Submission(name, tuple(kept), tuple(notes), first.lms, first.lms_id))
+            submissions.append(
+                Submission(whole.learner, tuple(kept), tuple(notes), first.lms, first.lms_id, late)
+            )
     return Roster(tuple(sorted(submissions, key=lambda s: s.learner)), tuple(left))
-
-
-def find_submissions(paths: Iterable[str | Path]) -> list[Submission]:
-    """Return one Submission per learner named by the files and folders, sorted by learner."""
-    return list(find_roster(paths).submissions)
 
 
 class NotANotebook(ValueError):
     """The file is not a readable Jupyter notebook."""
 
 
-def read_code_cells(path: Path) -> tuple[list[str], list[str]]:
-    """Return (code cell sources, exercises the notebook declares); never trusts outputs."""
+def read_code_cells(data: bytes) -> tuple[list[str], list[str]]:
+    """Return (code cell sources, exercises the notebook declares) of a notebook's bytes.
+
+    Never trusts outputs. Raises NotANotebook when the bytes are no notebook.
+    """
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise NotANotebook(f"cannot read the file ({exc.strerror or exc})") from None
-    try:
-        notebook = json.loads(raw.decode("utf-8"))
+        notebook = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise NotANotebook(f"not a notebook (not valid JSON: {str(exc)[:80]})") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):

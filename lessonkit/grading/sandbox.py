@@ -54,30 +54,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from lessonkit.grading.guard import (
-    EVENT_FLAGS,
     EVENTS_ENV,
+    GUARD_FLAGS,
     READONLY_ENV,
     SCRATCH,
     SCRATCH_ENV,
-    flags_for_exception,
 )
-
-__all__ = [
-    "NO_SANDBOX",
-    "SIGNAL_STATUS",
-    "Limits",
-    "Report",
-    "Sandbox",
-    "SandboxSupport",
-    "SandboxUnavailable",
-    "detect",
-    "pids_in_namespace",
-    "python_paths",
-    "signal_status",
-]
 
 SANDBOX_UID = 65534  # learner code's uid inside a user namespace ("nobody")
 
@@ -113,10 +98,11 @@ class Limits:
         }
 
     def prlimit_args(self) -> list[str]:
-        """Return the ``prlimit`` options that set these limits."""
-        names = {"RLIMIT_AS": "as", "RLIMIT_CPU": "cpu", "RLIMIT_FSIZE": "fsize"}
-        names |= {"RLIMIT_NPROC": "nproc", "RLIMIT_NOFILE": "nofile", "RLIMIT_CORE": "core"}
-        return [f"--{names[k]}={soft}:{hard}" for k, (soft, hard) in self.rlimits().items()]
+        """Return the ``prlimit`` options that set these limits (RLIMIT_AS is ``--as``...)."""
+        return [
+            f"--{name.removeprefix('RLIMIT_').lower()}={soft}:{hard}"
+            for name, (soft, hard) in self.rlimits().items()
+        ]
 
 
 @dataclass(frozen=True)
@@ -134,10 +120,6 @@ class SandboxSupport:
     bwrap: str = ""
     prlimit: str = ""
     setpriv: str = ""
-
-
-class SandboxUnavailable(RuntimeError):
-    """A sandbox was required but ``detect`` found none."""
 
 
 NO_SANDBOX = SandboxSupport(False, "none", "sandbox turned off: resource limits only")
@@ -373,34 +355,29 @@ class Report:
 
     ending: how it ended, as a type (Ending); status: the same in words:
     "ok" (exit 0), "exit N", "killed: cpu limit" (SIGXCPU), "killed:
-    file size limit" (SIGXFSZ), "killed: time limit" (the grader's wall
-    clock), "killed by the grader", "killed: SIGKILL" (the CPU hard limit
+    file size limit" (SIGXFSZ), "killed by the grader" (its time was up, or
+    it was done), "killed: SIGKILL" (the CPU hard limit
     after an ignored SIGXCPU, the OOM killer, or itself), or "sandbox failed:
     <bwrap's message>" when the sandbox could not be set up.
-    flags: sorted, e.g. ("kill", "network", "wrote-outside-scratch").
-    events: what the child's guard reported (advisory), the first ones.
+    flags: sorted, e.g. ("kill", "network", "wrote-outside-scratch"), from
+    the kernel's verdict and what the child's guard reported (advisory).
     leftover_pids: host pids still in the PID namespace 5 s after its end,
-    despite SIGKILL (none expected). pid_namespace: its inode, for tests.
+    despite SIGKILL (none expected).
     """
 
     ending: Ending
     status: str
     flags: tuple[str, ...]
     exit_code: int | None
-    wall_s: float
-    sandboxed: bool
-    events: tuple[dict, ...] = field(default=(), repr=False)
     leftover_pids: tuple[int, ...] = ()
-    pid_namespace: int | None = None
-    stderr_tail: str = field(default="", repr=False)
 
 
 class Sandbox:
     """A sandboxed child process: Popen plus a Report when it ends.
 
     ``Sandbox(argv, stdin=fd, stdout=fd, ...)``; talk over the pipes, then
-    ``report = box.wait(timeout_s)``, which kills the whole sandbox on
-    timeout. ``kill()`` ends it at once (everything inside dies with it). One
+    ``report = box.wait()``. ``kill()`` ends it at once (everything inside dies
+    with it): the caller's clock decides when. One
     Sandbox per thread is safe (``grade -j N``). ``support`` is what
     ``detect()`` found (probed here when not given); ``NO_SANDBOX`` runs with
     the limits only. ``slot`` tells sandboxes that run at the same time apart.
@@ -422,9 +399,7 @@ class Sandbox:
         self.support = support
         self.limits = limits
         self._killed_by_grader = False
-        self._timed_out = False
         self._report: Report | None = None
-        self._started = time.monotonic()
         self._stderr = tempfile.TemporaryFile()
         self._events_read, events_write = os.pipe()
         child_env = {**(env or {}), EVENTS_ENV: str(events_write)}
@@ -470,109 +445,79 @@ class Sandbox:
                 os.close(fd)  # the grader keeps only the read ends
         self.pid = self.process.pid
 
-    def kill(self, *, timed_out: bool = False) -> None:
+    def kill(self) -> None:
         """Kill the sandbox now: bwrap dies, and with it every process inside."""
         if self.process.poll() is None:
             self._killed_by_grader = True
-            self._timed_out = self._timed_out or timed_out
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
 
-    def wait(self, timeout_s: float | None = None) -> Report:
-        """Wait for the child (killing it after ``timeout_s``) and return its Report.
+    def wait(self) -> Report:
+        """Wait for the child to end and return its Report (the grader's clock is the
+        caller's: it kills the sandbox when its time is up).
 
         Returns only once no process of the sandbox is left: bwrap exits as
         soon as the main command does, while the kernel is still killing the
         rest of its PID namespace, so this waits (and kills) until it is empty.
         """
         if self.process.returncode is None:
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.kill(timed_out=True)
-                self.process.wait()
+            self.process.wait()
         if self._report is None:
             self._report = self._make_report()
         return self._report
 
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.kill()
-        self.wait()
-
     # -- reading what happened
 
     @staticmethod
-    def _read_all(fd: int, limit: int = 1 << 16) -> bytes:
+    def _read_all(fd: int) -> bytes:
+        """Return what a pipe of the ended sandbox holds (its 64 KiB at most), and close it."""
         if fd < 0:
             return b""
         os.set_blocking(fd, False)
-        data = b""
         try:
-            while len(data) < limit:
-                piece = os.read(fd, limit - len(data))
-                if not piece:
-                    break
-                data += piece
+            return os.read(fd, 1 << 16)  # one read takes all a pipe holds
         except BlockingIOError:
-            pass
+            return b""
         finally:
             os.close(fd)
-        return data
 
     def _bwrap_status(self) -> dict:
-        """Return bwrap's JSON status documents merged (child-pid, pid-namespace, exit-code)."""
+        """Return bwrap's JSON status lines merged (child-pid, pid-namespace, exit-code)."""
         merged: dict = {}
-        text = self._read_all(self._status_read).decode(errors="replace")
-        decoder, index = json.JSONDecoder(), 0
-        while True:
-            while index < len(text) and text[index].isspace():
-                index += 1
-            if index >= len(text):
-                break
+        for line in self._read_all(self._status_read).splitlines():
             try:
-                document, index = decoder.raw_decode(text, index)
+                document = json.loads(line)
             except ValueError:
-                break
-            if isinstance(document, dict):
-                merged.update(document)
+                continue
+            merged.update(document if isinstance(document, dict) else {})
         return merged
 
-    def _events(self) -> list[dict]:
-        events = []
+    def _guard_flags(self) -> set[str]:
+        """Return the flags the child's guard reported (advisory), one JSON line each."""
+        flags = set()
         for line in self._read_all(self._events_read).splitlines()[:500]:
             try:
-                event = json.loads(line)
-            except ValueError:
-                event = {"event": "garbled"}
-            if isinstance(event, dict):
-                events.append(event)
-        return events
+                flag = json.loads(line).get("flag")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(flag, str) and flag in GUARD_FLAGS:
+                flags.add(flag)
+        return flags
 
     def _make_report(self) -> Report:
         code = self.process.returncode
-        wall_s = time.monotonic() - self._started
         status_doc = self._bwrap_status() if self.support.available else {}
         namespace = status_doc.get("pid-namespace")
         leftovers = _empty_namespace(namespace, status_doc.get("child-pid"))
-        events = self._events()
         self._stderr.seek(0, os.SEEK_END)
         self._stderr.seek(max(0, self._stderr.tell() - 2000))
         stderr_tail = self._stderr.read().decode(errors="replace")
         self._stderr.close()
         if self._workdir:
             shutil.rmtree(self._workdir, ignore_errors=True)
-        flags: set[str] = set()
-        for event in events:
-            name = str(event.get("event", ""))
-            if name in EVENT_FLAGS:
-                flags.add(EVENT_FLAGS[name])
-            elif name == "exception":
-                flags.update(flags_for_exception(str(event.get("type")), event.get("errno")))
+        flags = self._guard_flags()
         # how it ended: bwrap reports "killed by signal N" as exit code 128+N
         signum = None
         if code is not None and code < 0:
@@ -582,9 +527,6 @@ class Sandbox:
         if self.support.available and "child-pid" not in status_doc and not self._killed_by_grader:
             last = stderr_tail.strip().splitlines()[-1:] or [f"exit {code}"]
             ending, status = Ending.SANDBOX_FAILED, f"sandbox failed: {last[0][:200]}"
-        elif self._timed_out:
-            ending, status = Ending.KILLED, "killed: time limit"
-            flags.add("time-limit")
         elif self._killed_by_grader:
             ending, status = Ending.KILLED_BY_GRADER, "killed by the grader"
         elif signum is not None:
@@ -601,12 +543,7 @@ class Sandbox:
             status=status,
             flags=tuple(sorted(flags)),
             exit_code=code,
-            wall_s=round(wall_s, 3),
-            sandboxed=self.support.available,
-            events=tuple(events[:50]),
             leftover_pids=tuple(leftovers),
-            pid_namespace=namespace if isinstance(namespace, int) else None,
-            stderr_tail=stderr_tail,
         )
 
 

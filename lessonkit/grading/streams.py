@@ -1,11 +1,12 @@
-"""What the stream-reader exercises share: chunk cases, cuts, the tuple shape, the diagnosis.
+"""What the stream-reader exercises share: chunk cases, cuts, ``ReaderExercise``, the diagnosis.
 
 Exercises 2, 4 and 6 call the learner's function with one argument, a list of
 chunks (``bytes``), and exercise 5's fetch returns such lists. Their cases are
 built here the same way (``chunks_case``: sorted by bytes, then chunks), shown
-the same way (``show_chunks``: a long list keeps its head and its tail, where
-streams end), and a reader returning ``(text, complete, ...)`` gets its hint
-from what came back (``stream_diagnosis``).
+the same way (``chunks_input``: a long list keeps its head and its tail, where
+streams end). A reader returning ``(text, complete, ...)`` is a
+``ReaderExercise``: its shape is checked and its hint read from what came
+back (the mistakes of ``lessonkit.grading.mistakes``, then clues).
 
 Pure: no clocks, sockets or widgets.
 """
@@ -13,30 +14,13 @@ Pure: no clocks, sockets or widgets.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from lessonkit.core import sse
 from lessonkit.core.dialects import interpret
-from lessonkit.grading.codec import SHOWN_CHARS, to_jsonable
-from lessonkit.grading.engine import Case, Exercise, Outcome, Raised, Returned, Rule
-from lessonkit.grading.feedback import show_plain, type_name
+from lessonkit.grading.codec import SHOWN_CHARS, show_plain, to_jsonable, type_name
+from lessonkit.grading.engine import Case, Exercise, Outcome, Raised, Returned
 from lessonkit.grading.mistakes import Mistakes
-
-__all__ = [
-    "chunks_case",
-    "chunks_cases",
-    "chunks_input",
-    "empty_chunks_case",
-    "event_ends",
-    "reader_exercise",
-    "show_chunks",
-    "show_tuple",
-    "sizes",
-    "split_inside_characters",
-    "stream_diagnosis",
-    "tuple_shape",
-]
-
 
 # ---------------------------------------------------------------------------
 # Cases
@@ -85,20 +69,17 @@ def split_inside_characters(data: bytes) -> Iterator[list[bytes]]:
 # Showing inputs and results
 
 
-def show_chunks(chunks: Sequence[bytes]) -> str:
-    """Return ``chunks = [...]``; a long list keeps its head and its tail (where streams end)."""
-    total = sum(len(c) for c in chunks)
+def chunks_input(case: Case) -> str:
+    """Return ``chunks = [...]`` of a chunks case; a long list keeps its head and its tail
+    (where streams end)."""
+    chunks = case.args[0]
     text = f"chunks = {list(chunks)!r}"
     if len(text) > SHOWN_CHARS:
+        total = sum(len(c) for c in chunks)
         middle = f" ... ({len(chunks)} chunks, {total} bytes in all; the middle left out) ... "
         keep = (SHOWN_CHARS - 40 - len(middle)) // 2
         text = text[:keep] + middle + text[-keep:]
     return text
-
-
-def chunks_input(case: Case) -> str:
-    """Return the input of a chunks case as the feedback shows it."""
-    return show_chunks(case.args[0])
 
 
 def show_tuple(value: Any) -> str:
@@ -106,51 +87,8 @@ def show_tuple(value: Any) -> str:
     return show_plain(tuple(value)) if isinstance(value, list) else show_plain(value)
 
 
-def tuple_shape(name: str, parts: Sequence[tuple[str, tuple[type, ...]]]) -> Callable:
-    """Return shape(got) for a function returning a tuple of ``parts`` (name, allowed types)."""
-    names = ", ".join(p for p, _ in parts)
-
-    def shape(got: Any) -> str | None:
-        if not isinstance(got, list) or len(got) != len(parts):
-            return f"{show_plain(got)} -- {name} must return a tuple ({names})"
-        for (part, kinds), value in zip(parts, got, strict=True):
-            if not isinstance(value, kinds):
-                wanted = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
-                return f"{show_tuple(got)} -- {part} should be a {wanted}, got {type_name(value)}"
-        return None
-
-    return shape
-
-
 # ---------------------------------------------------------------------------
 # Which bug: the mistake read from what came back
-
-
-def stream_diagnosis(dialect: str, mistakes: Mistakes) -> Callable[..., str | None]:
-    """Return diagnose(case, outcome) -> cause, for a reader returning (text, complete, ...).
-
-    First the classic mistakes as code (``lessonkit.grading.mistakes``): the
-    reader that gives exactly what the learner's gave on this input (the same
-    value, or the same exception) names the cause; when several do, the rule's
-    other cases keep those that agree with the learner there too, and the
-    first left wins. Then clues in what came back: the exception type, the
-    text json.loads choked on, a text that is only the last delta (replaced,
-    not appended) or only the first deltas of a chunk holding more events
-    (``if`` instead of ``while``).
-    """
-
-    def diagnose(
-        case: Case, outcome: Outcome, more: Sequence[tuple[Case, Outcome]] = ()
-    ) -> str | None:
-        chunks = list(case.args[0])
-        alike = [(c, m) for c, m in mistakes if _gives(m, chunks, outcome)]
-        for other, seen in list(more)[:MORE_CASES]:  # two mistakes alike here: the others decide
-            if len({c for c, _ in alike}) < 2:
-                break
-            alike = [(c, m) for c, m in alike if _gives(m, list(other.args[0]), seen)] or alike
-        return alike[0][0] if alike else _clue(chunks, outcome, dialect)
-
-    return diagnose
 
 
 MORE_CASES = 12  # of a rule's other cases, how many may tell two look-alike mistakes apart
@@ -219,37 +157,71 @@ def _stream_deltas(chunks: Sequence[bytes], dialect: str) -> list[str]:
 # A stream reader exercise
 
 
-def reader_exercise(
-    exercise_id: str,
-    title: str,
-    rules: tuple[Rule, ...],
-    reference: Callable[[list[bytes]], Any],
-    *,
-    returns: Sequence[tuple[str, tuple[type, ...]]],
-    dialect: str,
-    mistakes: Mistakes,
-    extra_hints: dict[str, str],
-    allowed: tuple[str, ...],
-    own_work: str,
-) -> Exercise:
-    """Return the Exercise of a reader ``fn(chunks) -> tuple`` compared with ``reference(chunks)``.
+class ReaderExercise(Exercise):
+    """A reader ``fn(chunks) -> tuple`` compared with ``read(chunks)``, the course's reader.
 
-    Its points are the sum of its rules' points.
+    A subclass gives ``read``, ``returns`` (each part's name and allowed
+    types), its ``dialect`` and the ``mistakes`` learners make in it.
     """
-    return Exercise(
-        exercise_id,
-        title,
-        sum(rule.points for rule in rules),
-        rules,
-        reference=lambda case: reference(case.args[0]),
-        shape=tuple_shape(exercise_id, returns),
-        shape_hint=f"Return a tuple of {len(returns)}: `return "
-        + ", ".join(name for name, _ in returns)
-        + "` (see the types in the exercise intro).",
-        show_input=chunks_input,
-        show_value=show_tuple,
-        diagnose=stream_diagnosis(dialect, mistakes),
-        extra_hints=extra_hints,
-        allowed=allowed,
-        own_work=own_work,
-    )
+
+    returns: ClassVar[Sequence[tuple[str, tuple[type, ...]]]] = ()
+    dialect: ClassVar[str] = ""
+    mistakes: ClassVar[Mistakes] = ()
+
+    def read(self, chunks: list[bytes]) -> Any:
+        """Return the right answer for a list of chunks."""
+        raise NotImplementedError
+
+    def reference(self, case: Case) -> Any:
+        """Return the right answer for the case's chunks."""
+        return self.read(case.args[0])
+
+    @property
+    def shape_hint(self) -> str:  # type: ignore[override]
+        """Return the hint for a result of the wrong type: the tuple to return."""
+        names = ", ".join(name for name, _ in self.returns)
+        return (
+            f"Return a tuple of {len(self.returns)}: `return {names}` "
+            "(see the types in the exercise intro)."
+        )
+
+    def shape(self, got: Any) -> str | None:
+        """Return what is wrong with the tuple that came back (a list in its JSON form), or None."""
+        names = ", ".join(name for name, _ in self.returns)
+        if not isinstance(got, list) or len(got) != len(self.returns):
+            return f"{show_plain(got)} -- {self.id} must return a tuple ({names})"
+        for (part, kinds), value in zip(self.returns, got, strict=True):
+            if not isinstance(value, kinds):
+                wanted = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+                return f"{show_tuple(got)} -- {part} should be a {wanted}, got {type_name(value)}"
+        return None
+
+    def show_input(self, case: Case) -> str:
+        """Return the chunks of the case as the feedback shows them."""
+        return chunks_input(case)
+
+    def show_value(self, value: Any) -> str:
+        """Return a returned tuple as Python would print it."""
+        return show_tuple(value)
+
+    def diagnose(
+        self, case: Case, outcome: Outcome, more: Sequence[tuple[Case, Outcome]] = ()
+    ) -> str | None:
+        """Return the cause of a failing read: first the classic mistakes as code, then clues.
+
+        The mistaken reader (``lessonkit.grading.mistakes``) that gives exactly
+        what the learner's gave on this input (the same value, or the same
+        exception) names the cause; when several do, the rule's other cases
+        keep those that agree with the learner there too, and the first left
+        wins. Then clues in what came back: the exception type, the text
+        json.loads choked on, a text that is only the last delta (replaced,
+        not appended) or only the first deltas of a chunk holding more events
+        (``if`` instead of ``while``).
+        """
+        chunks = list(case.args[0])
+        alike = [(c, m) for c, m in self.mistakes if _gives(m, chunks, outcome)]
+        for other, seen in list(more)[:MORE_CASES]:  # two mistakes alike here: the others decide
+            if len({c for c, _ in alike}) < 2:
+                break
+            alike = [(c, m) for c, m in alike if _gives(m, list(other.args[0]), seen)] or alike
+        return alike[0][0] if alike else _clue(chunks, outcome, self.dialect)

@@ -19,7 +19,7 @@ from nbclient import NotebookClient
 CELLS = [
     "import codecs, json\n"
     "from lessonkit.grading import check\n"
-    "from lessonkit.grading.runners import in_this_process, in_worker",
+    "from lessonkit.grading.timed_calls import in_this_process, in_worker",
     'END = "[DONE]"',
     "def split_events(buffer):\n"
     '    """Return (complete events, the rest) of a text buffer."""\n'

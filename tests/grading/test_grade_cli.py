@@ -11,16 +11,22 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from calling import in_process
 from classroom import LESSON_READER
 
 from lessonkit.grading import grade
-from lessonkit.grading.engine import CALL_LIMIT_S, Mode, evaluate, in_process
+from lessonkit.grading.engine import CALL_LIMIT_S, Mode, evaluate
 from lessonkit.grading.exercises import EXERCISES
+from lessonkit.grading.roster import Notebook, Submission, course_notebook, find_roster
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
 TIMEOUT_S = "6"  # what the loop and hang learners cost; 10x a correct notebook on a busy machine
 OPTIONS = grade.Options(grade.Setup(timeout_s=10), seed=7)
+
+
+def find_submissions(paths):
+    return list(find_roster(paths).submissions)
 
 
 def _solution(name: str) -> nbformat.NotebookNode:
@@ -140,6 +146,7 @@ def test_the_csv_has_one_row_per_learner_and_a_column_per_exercise(graded_class)
         "gradebook",
         "lms",
         "lms_id",
+        "late",
         "error",
         "notes",
         "files",
@@ -221,7 +228,7 @@ def test_a_learner_folder_of_different_notebooks_is_one_submission(tmp_path):
     alice = tmp_path / "class" / "alice"
     _write(alice, "ex1_response_times.ipynb", _solution("ex1_response_times.ipynb"))
     _write(alice, "ex2_read_stream.ipynb", _solution("ex2_read_stream.ipynb"))
-    [submission] = grade.find_submissions([tmp_path / "class"])
+    [submission] = find_submissions([tmp_path / "class"])
     assert submission.learner == "alice" and len(submission.notebooks) == 2
     [row] = grade.grade([submission], OPTIONS)
     assert (row.status, row.scores["response_times"], row.scores["read_stream"]) == ("ok", 10, 30)
@@ -230,7 +237,7 @@ def test_a_learner_folder_of_different_notebooks_is_one_submission(tmp_path):
 def test_copies_of_the_same_notebook_in_one_folder_are_separate_submissions(tmp_path):
     for name in ("bob.ipynb", "carol.ipynb"):
         _write(tmp_path, name, _solution("ex2_read_stream.ipynb"))
-    assert [s.learner for s in grade.find_submissions([tmp_path])] == ["bob", "carol"]
+    assert [s.learner for s in find_submissions([tmp_path])] == ["bob", "carol"]
 
 
 def test_moved_extra_and_deleted_cells_and_a_reused_name_do_not_matter(tmp_path):
@@ -241,7 +248,7 @@ def test_moved_extra_and_deleted_cells_and_a_reused_name_do_not_matter(tmp_path)
     code.append(nbformat.v4.new_code_cell("print('an extra cell')"))
     nb.cells = code
     path = _write(tmp_path, "shuffled.ipynb", nb)
-    [row] = grade.grade(grade.find_submissions([path]), OPTIONS)
+    [row] = grade.grade(find_submissions([path]), OPTIONS)
     assert (row.status, row.scores["read_stream"]) == ("ok", 30)
 
 
@@ -261,7 +268,7 @@ def test_a_function_that_ends_its_process_stops_only_its_own_exercise(tmp_path):
         "import os\ndef read_stream(chunks):\n    os._exit(1)",
         "def response_times(p, t, n):\n    return {'streaming_first_ms': p + t, 'blocking_first_ms': p + n * t, 'total_ms': p + n * t}",
     )
-    [row] = grade.grade(grade.find_submissions([_write(tmp_path, "quits.ipynb", nb)]), OPTIONS)
+    [row] = grade.grade(find_submissions([_write(tmp_path, "quits.ipynb", nb)]), OPTIONS)
     assert (row.status, row.scores["read_stream"], row.scores["response_times"]) == ("ok", 0, 10)
     assert "read_stream ended the process running it" in row.feedback
 
@@ -340,7 +347,7 @@ def test_graded_feedback_of_an_untouched_stub_says_it_still_raises_not_implement
         "ex1.ipynb",
         nbformat.read(ROOT / "exercises" / "ex1_response_times.ipynb", as_version=4),
     )
-    [row] = grade.grade(grade.find_submissions([path]), OPTIONS)
+    [row] = grade.grade(find_submissions([path]), OPTIONS)
     assert (
         "response_times: not attempted yet -- the stub still raises NotImplementedError"
         in row.feedback
@@ -353,7 +360,7 @@ def test_a_notebook_that_kills_its_parent_gets_the_same_score_on_every_run(tmp_p
     nb = _solution("ex1_response_times.ipynb")
     nb.cells.insert(0, nbformat.v4.new_code_cell(cell))
     path = _write(tmp_path, "killer.ipynb", nb)
-    rows = [grade.grade(grade.find_submissions([path]), OPTIONS)[0] for _ in range(2)]
+    rows = [grade.grade(find_submissions([path]), OPTIONS)[0] for _ in range(2)]
     assert rows[0].scores == rows[1].scores and rows[0].status == rows[1].status
     assert rows[0].scores["response_times"] == 10  # its function is right: it keeps its points
     assert "ended the process" not in rows[0].feedback
@@ -366,6 +373,16 @@ def test_a_notebook_gets_its_timeout_for_cells_and_checks_together(tmp_path):
     nb = _with_function(_solution("ex2_read_stream.ipynb"), "read_stream", slow)
     path = _write(tmp_path, "slow.ipynb", nb)
     options = grade.Options(grade.Setup(timeout_s=2), seed=7)
-    [row] = grade.grade(grade.find_submissions([path]), options)
+    [row] = grade.grade(find_submissions([path]), options)
     assert row.scores["read_stream"] < 30
     assert "not run (the notebook's time ran out (--timeout 2 s))" in row.feedback
+
+
+def test_a_notebook_given_as_bytes_is_graded_as_its_file_would_be(tmp_path):
+    # A hand-in archive's notebooks arrive as bytes (name -> bytes), never as files on disk.
+    data = nbformat.writes(_solution("ex1_response_times.ipynb")).encode("utf-8")
+    notebook = Notebook(tmp_path / "alice.zip" / "ex1_response_times.ipynb", data=data)
+    assert not notebook.path.exists() and course_notebook(notebook) == "ex1_response_times"
+    [row] = grade.grade([Submission("alice", (notebook,))], OPTIONS)
+    assert (row.status, row.scores["response_times"]) == ("ok", 10)
+    assert row.files == [str(tmp_path / "alice.zip" / "ex1_response_times.ipynb")]

@@ -71,9 +71,18 @@ def graded(tmp_path_factory):
     report = tmp / "out" / "report.html"
     canvas_csv, moodle_csv = tmp / "out" / "canvas.csv", tmp / "out" / "moodle.csv"
     code = _run(
-        [root], out, "--report", str(report), "--feedback", str(tmp / "out" / "feedback"),
-        "--canvas", str(canvas_csv), "--moodle", str(moodle_csv), "--excel",
-    )  # fmt: skip
+        [root],
+        out,
+        "--report",
+        str(report),
+        "--feedback",
+        str(tmp / "out" / "feedback"),
+        "--canvas",
+        str(canvas_csv),
+        "--moodle",
+        str(moodle_csv),
+        "--excel",
+    )
     raw = out.read_bytes()
     rows = {r["learner"]: r for r in csv.DictReader(raw.decode("utf-8-sig").splitlines())}
     return {
@@ -92,9 +101,16 @@ def graded(tmp_path_factory):
 def test_a_parent_folder_of_three_exports_gives_one_row_per_learner(graded):
     assert graded["code"] == 0
     assert sorted(graded["rows"]) == sorted(
-        ["kim", "zoë", "OBrienPat_1201", "núñezjosé_1202", "leelee_1203",
-         "José Núñez_200101", "Ана Иванова_200102"]
-    )  # fmt: skip
+        [
+            "kim",
+            "zoë",
+            "OBrienPat_1201",
+            "núñezjosé_1202",
+            "leelee_1203",
+            "José Núñez_200101",
+            "Ана Иванова_200102",
+        ]
+    )
 
 
 def test_every_file_handed_over_is_graded_under_one_learner_or_listed_with_its_reason(graded):
@@ -142,7 +158,7 @@ def test_the_moodle_worksheet_names_each_participant_and_keeps_unicode(graded):
     lines = {line["Identifier"]: line for line in graded["moodle"]}
     assert sorted(lines) == ["Participant 200101", "Participant 200102"]
     assert lines["Participant 200102"]["Full name"] == "Ана Иванова"
-    assert lines["Participant 200101"]["Grade"] == "40"
+    assert lines["Participant 200101"]["Grade"] == "33.33"  # 40 of 120 points, out of 100
 
 
 def test_excel_gets_a_byte_order_mark_and_accents_survive(graded):
@@ -185,3 +201,80 @@ def test_the_same_learner_id_in_two_places_is_kept_apart_not_merged(tmp_path):
     roster = find_roster([tmp_path / "a", tmp_path / "b"])
     assert [s.learner for s in roster.submissions] == ["sam (a)", "sam (b)"]
     assert all(len(s.notebooks) == 1 for s in roster.submissions)
+    assert roster.submissions[0].notes[0] == (
+        f"the learner id sam is also found in {tmp_path / 'b' / 'sam'}: kept apart"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Identity (issue 36, defect 3): no learner invented, split or silently merged
+
+
+def test_a_file_that_is_not_a_notebook_is_never_a_learner_and_nothing_graded_exits_2(
+    tmp_path, capsys
+):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my answers are in the notebooks", encoding="utf-8")
+    out = tmp_path / "grades.csv"
+    assert _run([notes], out) == 2
+    assert not out.exists()  # no row, no CSV
+    err = capsys.readouterr().err
+    assert "not graded: " in err and "notes.txt: not a notebook" in err
+
+
+def test_a_learner_folder_without_a_notebook_is_listed_not_a_row(tmp_path):
+    moodle = tmp_path / "moodle"
+    (moodle / "Eve Empty_200109_assignsubmission_file_").mkdir(parents=True)
+    (moodle / "Eve Empty_200109_assignsubmission_file_" / "answers.pdf").write_bytes(b"%PDF")
+    write(
+        moodle / "Ida Real_200110_assignsubmission_file_",
+        "ex1_response_times.ipynb",
+        solution("response_times"),
+    )
+    roster = find_roster([moodle])
+    assert [s.learner for s in roster.submissions] == ["Ida Real_200110"]
+    assert [item.path.name for item in roster.not_graded] == ["answers.pdf"]
+
+
+def test_a_resubmission_in_a_folder_per_learner_names_the_learner_lists_both_and_exits_1(
+    tmp_path,
+):
+    week1 = write(
+        tmp_path / "class" / "alice" / "week1",
+        "ex1_response_times.ipynb",
+        solution("response_times"),
+    )
+    week2 = write(
+        tmp_path / "class" / "alice" / "week2",
+        "ex1_response_times.ipynb",
+        solution("response_times"),
+    )
+    write(tmp_path / "class" / "bob", "ex2_read_stream.ipynb", solution("read_stream"))
+    out = tmp_path / "grades.csv"
+    assert _run([tmp_path / "class"], out) == 1  # as for nbgrader: a second original
+    rows = {r["learner"]: r for r in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
+    assert sorted(rows) == ["alice", "bob"]
+    graded, left = rows["alice"]["files"], rows["alice"]["notes"]
+    assert str(week1) in graded and str(week2) in left and "a second original" in left
+    [unexplained] = find_roster([tmp_path / "class"]).unexplained
+    assert unexplained.path == week2 and "alice has two originals" in unexplained.reason
+
+
+def test_one_nbgrader_student_in_two_submitted_trees_is_one_learner_with_a_note(tmp_path):
+    first = write(
+        tmp_path / "a" / "submitted" / "sam" / "ps1",
+        "ex1_response_times.ipynb",
+        solution("response_times"),
+    )
+    second = write(
+        tmp_path / "b" / "submitted" / "sam" / "ps2",
+        "ex2_read_stream.ipynb",
+        solution("read_stream"),
+    )
+    out = tmp_path / "grades.csv"
+    assert _run([tmp_path / "a", tmp_path / "b"], out) == 0
+    [row] = csv.DictReader(out.read_text(encoding="utf-8").splitlines())
+    assert (row["learner"], row["lms"], row["score"]) == ("sam", "nbgrader", "40")
+    assert row["files"] == f"{first}; {second}"
+    note = f"sam is found in {first.parents[1]} and {second.parents[1]}: graded as one learner"
+    assert note in row["notes"]

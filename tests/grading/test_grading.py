@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from answers import buggy_reader, solved
+from calling import in_process
 from classroom import MISTAKES, RIGHT, function_from
 
 from lessonkit import grading
@@ -26,7 +27,6 @@ from lessonkit.grading.engine import (
     Mode,
     evaluate,
     evaluate_answers,
-    in_process,
 )
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.feedback import report_text

@@ -14,6 +14,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from calling import in_process
 
 from lessonkit.grading import engine
 
@@ -120,3 +121,89 @@ def test_no_two_grading_modules_import_each_other_even_through_others():
 
     circles = sorted(m for m in graph if m in reach(m) and m != "__init__")
     assert circles == []
+
+
+# ---------------------------------------------------------------------------
+# Lighter while it grows (issue 36, defect 5)
+
+LINE_BUDGET = 8012  # `wc -l lessonkit/grading/**/*.py` when the issue was filed: never more
+
+
+def test_the_grader_stays_within_its_line_budget():
+    paths = sorted((PACKAGE / "grading").rglob("*.py"))
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in paths)
+    assert lines <= LINE_BUDGET, f"lessonkit/grading is {lines} lines, over {LINE_BUDGET}"
+
+
+def test_no_two_grading_modules_are_named_one_letter_apart():
+    # runner.py (the batch) beside runners.py (check) told the reader nothing: each
+    # module is named for its step (run, timed_calls).
+    stems = {p.stem for p in GRADING}
+    assert {"run", "timed_calls"} <= stems
+    assert not [s for s in stems if s + "s" in stems]
+
+
+def test_the_class_report_is_rendered_from_a_template_not_written_by_hand():
+    source = (PACKAGE / "grading" / "report.py").read_text(encoding="utf-8")
+    assert (PACKAGE / "grading" / "templates" / "report.html.j2").is_file()
+    assert "<svg" not in source and "<table" not in source and "jinja2" in source
+
+
+class WordCount(engine.Exercise):
+    """A new exercise as a small class: its data, its reference and its hints."""
+
+    id = "word_count"
+    title = "Exercise 7: count the words"
+    extra_hints = {"split-space": "Split on any whitespace: text.split(), not text.split(' ')."}
+
+    def make_rules(self):
+        def cases(rule, *texts):
+            return lambda: [engine.Case(rule, (t,), (len(t),)) for t in texts]
+
+        return (
+            engine.Rule(
+                "one word per space",
+                "Count the pieces between spaces.",
+                cases("spaces", "a b", "streams arrive token by token"),
+                points=2,
+            ),
+            engine.Rule(
+                "runs of spaces and newlines count once",
+                "Split on any whitespace.",
+                cases("runs", "a  b", "a\nb\tc "),
+                points=1,
+                cause="whitespace",
+            ),
+            engine.Rule(
+                "more text",
+                "Count every word.",
+                lambda seed: [engine.Case("hidden", (" w" * (seed % 7 + 3),), ())],
+                hidden=True,
+                points=1,
+                extends="one word per space",
+            ),
+        )
+
+    def reference(self, case):
+        return len(case.args[0].split())
+
+    def diagnose(self, case, outcome, more=()):
+        text = case.args[0]
+        split_space = len(text.split(" "))
+        return "split-space" if getattr(outcome, "value", None) == split_space else None
+
+
+def test_a_new_exercise_is_a_small_class_and_the_checking_is_the_base_classes():
+    import inspect
+
+    assert len(inspect.getsource(WordCount).splitlines()) <= 45  # "about 40 lines"
+    exercise = WordCount()
+    right = engine.evaluate(exercise, in_process(lambda t: len(t.split())))
+    wrong = engine.evaluate(exercise, in_process(lambda t: len(t.split(" "))))
+    graded = engine.evaluate(
+        exercise, in_process(lambda t: len(t.split())), engine.Mode(hidden=True)
+    )
+    assert (exercise.points, right.score, right.passed, graded.score) == (4, 3, True, 4)
+    assert wrong.score == 2 and wrong.shown.rule == "runs of spaces and newlines count once"
+    assert wrong.shown.hint.startswith("Split on any whitespace: text.split()")
+    assert wrong.shown.shown_input == "('a  b',)" and wrong.shown.got == "3"

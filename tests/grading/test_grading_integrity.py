@@ -17,6 +17,7 @@ import sys
 
 import pytest
 from answers import solved
+from calling import in_process
 from classroom import LESSON_READER, RIGHT, function_from, solution, with_function, write
 
 from lessonkit.core import client, sse
@@ -24,7 +25,7 @@ from lessonkit.grading import check, engine, integrity
 from lessonkit.grading import ex3_now_change_it as ex3
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.feedback import report_text
-from lessonkit.grading.runners import in_this_process, in_worker
+from lessonkit.grading.timed_calls import in_this_process, in_worker
 
 RUNNERS = pytest.mark.parametrize("runner", [in_worker, in_this_process], ids=["worker", "here"])
 
@@ -140,7 +141,7 @@ def test_an_honest_reader_is_not_flagged_and_the_kernels_lessonkit_stays_untouch
 
 def test_the_score_of_a_report_that_uses_the_course_answer_is_0_unless_allowed():
     exercise = EXERCISES["read_stream"]
-    run = engine.in_process(_lesson_reader_by_hand)
+    run = in_process(_lesson_reader_by_hand)
     used = ["lessonkit.client.read_stream"]
     barred = engine.evaluate(exercise, run, used=used)
     allowed = engine.evaluate(exercise, run, engine.Mode(allow_lessonkit=True), used=used)

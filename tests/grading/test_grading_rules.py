@@ -13,13 +13,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from calling import in_process
 
 from lessonkit.grading import check
 from lessonkit.grading import ex3_now_change_it as ex3
 from lessonkit.grading.codec import to_jsonable
-from lessonkit.grading.engine import Mode, evaluate, evaluate_answers, in_process
+from lessonkit.grading.engine import Exercise, Mode, evaluate, evaluate_answers
 from lessonkit.grading.exercises import EXERCISES
-from lessonkit.grading.feedback import points_table, report_text
+from lessonkit.grading.feedback import report_text
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT_POINTS = {
@@ -35,6 +36,39 @@ CONTRACT_POINTS = {
 def _solution_cells(exercise_id: str) -> list[str]:
     path = next((ROOT / "solutions").glob(f"ex*_{exercise_id}.ipynb"))
     return [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+
+
+def points_table(exercise: Exercise) -> str:
+    """Return the markdown table of what earns points, as each exercise intro must print it.
+
+    One line per rule, in order; three or more public rules that share a prefix
+    before ": " (exercise 6's conformance cases) are one line.
+    """
+    lines = ["| check | points |", "|---|---|"]
+    prefix = {
+        rule.name: rule.name.split(": ", 1)[0] for rule in exercise.rules if ": " in rule.name
+    }
+    sizes: dict[str, int] = {}
+    for rule in exercise.rules:
+        if rule.name in prefix and not rule.hidden:
+            sizes[prefix[rule.name]] = sizes.get(prefix[rule.name], 0) + 1
+    families: dict[str, list[float]] = {}
+    for rule in exercise.rules:
+        family = prefix.get(rule.name, "") if not rule.hidden else ""
+        if sizes.get(family, 0) >= 3:
+            if family not in families:
+                families[family] = []
+                lines.append(family)  # a placeholder, filled below
+            families[family].append(rule.points)
+            continue
+        shown = f"*hidden:* {rule.name}" if rule.hidden else rule.name
+        lines.append(f"| {shown} | {rule.points:g} |")
+    for family, points in families.items():
+        each = points[0] if len(set(points)) == 1 else None
+        text = f"{each:g} each, {sum(points):g} in all" if each is not None else f"{sum(points):g}"
+        row = f"| each {family} case ({len(points)}, named by `check`) | {text} |"
+        lines[lines.index(family)] = row
+    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("exercise_id", list(EXERCISES))

@@ -242,9 +242,11 @@ def check_here(exercise: str, source: str | None = None, **options) -> dict:
     namespace = {"__name__": "__main__", exercise: solution_of(exercise)}
     if source is not None:
         exec(textwrap.dedent(source), namespace)
-    from lessonkit.grading import check, runners
+    from lessonkit.grading import check, timed_calls
 
-    result = check(exercise, namespace[exercise], show=False, runner=runners.in_worker, **options)
+    result = check(
+        exercise, namespace[exercise], show=False, runner=timed_calls.in_worker, **options
+    )
     return {"score": result.score, "passed": result.passed, "feedback": result.feedback}
 
 
@@ -284,8 +286,8 @@ def test_check_in_the_browser_notices_the_course_answer_and_stops_an_endless_loo
     assert "write your own reader" in course["feedback"]
     budget = execute(
         lite_page.page,
-        "from lessonkit.grading import runners\n"
-        "with runners.time_budget(1.0, runners.Recorder(), {}) as how:\n"
+        "from lessonkit.grading import timed_calls\n"
+        "with timed_calls.time_budget(1.0, timed_calls.Recorder(), {}) as how:\n"
         "    print(how)",
     )
     assert budget["stdout"].strip() == "monitoring"  # Pyodide's Python 3.14 has sys.monitoring

@@ -16,15 +16,15 @@ import pytest
 from answers import buggy_reader, solved
 from classroom import LESSON_READER, MISTAKES, RIGHT, function_from
 
-from lessonkit.grading import check, runners
+from lessonkit.grading import check, timed_calls
 from lessonkit.grading.engine import Case, Ended, Mode, NotWritten, Raised, Returned, TimedOut
 from lessonkit.grading.exercises import EXERCISES
 
 
 def _both(exercise_id: str, fn, **options) -> tuple[str, str]:
     """Return the feedback of check() with the worker and with the in-process runner."""
-    worker = check(exercise_id, fn, show=False, runner=runners.in_worker, **options)
-    here = check(exercise_id, fn, show=False, runner=runners.in_this_process, **options)
+    worker = check(exercise_id, fn, show=False, runner=timed_calls.in_worker, **options)
+    here = check(exercise_id, fn, show=False, runner=timed_calls.in_this_process, **options)
     assert (worker.score, worker.passed) == (here.score, here.passed)
     return worker.feedback, here.feedback
 
@@ -77,7 +77,7 @@ def test_the_worker_stops_a_call_by_the_cpu_time_it_spends_not_by_the_wall_clock
         time.sleep(1.0)
         return "ok", True
 
-    with runners.in_worker(slow_but_right, Mode(limit_s=0.5)) as calls:
+    with timed_calls.in_worker(slow_but_right, Mode(limit_s=0.5)) as calls:
         [outcome] = calls([Case("x", ([b""],))])
     assert isinstance(outcome, Returned) and outcome.value == ["ok", True], outcome
 
@@ -88,7 +88,7 @@ def test_a_worker_call_that_hangs_without_computing_is_stopped_by_the_wall_clock
     def hangs(chunks):
         time.sleep(3600)
 
-    with runners.in_worker(hangs, Mode(limit_s=0.2)) as calls:
+    with timed_calls.in_worker(hangs, Mode(limit_s=0.2)) as calls:
         outcomes = calls([Case("x", ([b""],)), Case("y", ([b""],))])
     assert [type(o) for o in outcomes] == [TimedOut]  # the batch stops at the first
 
@@ -99,8 +99,8 @@ def test_a_loop_that_starts_no_new_line_is_stopped_in_this_process_too():
         while True:
             total += 1
 
-    outcome = runners._call_with_budget(
-        spin, Case("x", ([b""],)), 0.2, runners.Recorder(), spins={}
+    outcome = timed_calls._call_with_budget(
+        spin, Case("x", ([b""],)), 0.2, timed_calls.Recorder(), spins={}
     )
     assert isinstance(outcome, TimedOut)
 
@@ -133,19 +133,19 @@ def test_how_a_call_ended_is_a_type_in_both_runners():
 
     case = Case("x", ([b""],))
     expected = {stub: NotWritten, broken: Raised, fine: Returned, exits: Ended}
-    for runner in (runners.in_worker, runners.in_this_process):
+    for runner in (timed_calls.in_worker, timed_calls.in_this_process):
         for fn, kind in expected.items():
             with runner(fn, Mode(limit_s=2)) as calls:
                 [outcome] = calls([case])
             assert type(outcome) is kind, (runner.__name__, fn.__name__, outcome)
-    with runners.in_worker(ends, Mode(limit_s=2)) as calls:
+    with timed_calls.in_worker(ends, Mode(limit_s=2)) as calls:
         assert isinstance(calls([case])[0], Ended)
 
 
 def test_lessonkit_picks_the_in_process_runner_in_a_browser_kernel(monkeypatch):
-    assert runners.choose_runner() is runners.in_worker
+    assert timed_calls.choose_runner() is timed_calls.in_worker
     monkeypatch.setattr(sys, "platform", "emscripten")
-    assert runners.choose_runner() is runners.in_this_process
+    assert timed_calls.choose_runner() is timed_calls.in_this_process
 
 
 def test_a_function_that_cannot_be_copied_to_a_worker_is_checked_in_this_process():
@@ -157,7 +157,7 @@ def test_a_function_that_cannot_be_copied_to_a_worker_is_checked_in_this_process
         with lock:
             return function_from(LESSON_READER, "read_stream")(chunks)
 
-    result = check("read_stream", read_stream, show=False, runner=runners.in_worker)
+    result = check("read_stream", read_stream, show=False, runner=timed_calls.in_worker)
     assert result.passed
 
 
@@ -168,16 +168,18 @@ def test_a_worker_slow_to_start_costs_the_learner_no_time(monkeypatch):
         "import runpy, sys, time; time.sleep(2.5); sys.argv = ['child', '--worker'];"
         " runpy.run_module('lessonkit.grading.child', run_name='__main__')"
     )
-    monkeypatch.setattr(runners, "WORKER", [sys.executable, "-c", slow_start])
-    with runners.in_worker(lambda chunks: ("ok", True), Mode(limit_s=1)) as calls:
+    monkeypatch.setattr(timed_calls, "WORKER", [sys.executable, "-c", slow_start])
+    with timed_calls.in_worker(lambda chunks: ("ok", True), Mode(limit_s=1)) as calls:
         [outcome] = calls([Case("x", ([b""],))])
     assert isinstance(outcome, Returned) and outcome.value == ["ok", True], outcome
 
 
 def test_a_worker_that_never_says_ready_leaves_the_check_to_this_process(monkeypatch):
-    monkeypatch.setattr(runners, "WORKER", [sys.executable, "-c", "import sys; sys.stdin.read()"])
-    monkeypatch.setattr(runners, "WORKER_START_S", 1.0)
-    result = check("read_stream", solved("read_stream"), show=False, runner=runners.in_worker)
+    monkeypatch.setattr(
+        timed_calls, "WORKER", [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    )
+    monkeypatch.setattr(timed_calls, "WORKER_START_S", 1.0)
+    result = check("read_stream", solved("read_stream"), show=False, runner=timed_calls.in_worker)
     assert result.passed, result.feedback
 
 
@@ -185,6 +187,6 @@ def test_the_in_process_budget_uses_sys_monitoring_where_python_has_it_else_sett
     # Python 3.12+ (the browser's Pyodide is 3.14) has sys.monitoring: a callback per
     # function start and per loop turn instead of per line.
     expected = "monitoring" if hasattr(sys, "monitoring") else "settrace"
-    with runners.time_budget(1.0, runners.Recorder(), spins={}) as how:
+    with timed_calls.time_budget(1.0, timed_calls.Recorder(), spins={}) as how:
         assert how == expected
     assert sys.gettrace() is None

@@ -23,7 +23,7 @@ input with either; both record the course answers the calls run into
   kernel), or the function cannot be copied. Each call runs here under a time
   budget: ``sys.monitoring`` (Python 3.12+, Pyodide's too) calls back when a
   function starts and on every jump back of a loop, ``sys.settrace`` (older
-  Pythons) on every line; past the limit the callback raises ``OutOfTime``
+  Pythons) on every line; past the limit the callback raises ``TimeUp``
   inside the learner's code, which ends the call. It stops any loop written in
   Python. It cannot stop a loop inside C code (a huge regular expression,
   ``time.sleep``), nor one that catches every exception
@@ -39,7 +39,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import dis
-import functools
 import json
 import os
 import subprocess
@@ -50,33 +49,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from lessonkit.grading import integrity
 from lessonkit.grading.channel import Channel, ChildGone
-from lessonkit.grading.codec import (
-    Served,
-    encode_args,
-    error_detail,
-    learner_line,
-    materialize,
-    message_of,
-    to_jsonable,
-)
-from lessonkit.grading.engine import (
-    Calls,
-    Case,
-    Ended,
-    Mode,
-    Outcome,
-    Plan,
-    Returned,
-    TimedOut,
-    raised,
-)
+from lessonkit.grading.codec import Served, TimeUp, call_reply, encode_args
+from lessonkit.grading.engine import Calls, Case, Mode, Outcome, Plan, outcome_of
 from lessonkit.grading.integrity import Recorder
 
-__all__ = ["OUT_OF_TIME", "OutOfTime", "Runner", "choose_runner", "in_this_process", "in_worker"]
-
 Runner = Callable[..., contextlib.AbstractContextManager[Calls]]  # (fn, mode, plan=None)
-OUT_OF_TIME = "stopped: no answer within the time limit"
 WORKER = [sys.executable, "-m", "lessonkit.grading.child", "--worker"]
 # A worker is ready in about 0.2-0.5 s; a machine busy with other work can take seconds.
 # The learner's time limit starts once it is ready, so a slow start never stops a call.
@@ -143,42 +122,18 @@ def _start_worker(fn: Callable[..., Any]) -> Channel:
     return channel
 
 
-def _code_files(fn: Any, limit: int = 500) -> dict[str, str]:
+def _code_files(fn: Any) -> dict[str, str]:
     """Return code name -> file of ``fn`` and the functions it reaches (cloudpickle drops files).
 
     The worker reports where an exception was raised by code name and line; the
     kernel reads the line from its own cells with this map.
     """
-    files: dict[str, str] = {}
-    todo, seen = [fn], set()
-    while todo and len(seen) < limit:
-        item = todo.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, functools.partial):
-            todo += [item.func, *item.args]
-        elif isinstance(item, types.FunctionType):
-            codes = [item.__code__]
-            while codes:
-                code = codes.pop()
-                files.setdefault(code.co_qualname, code.co_filename)
-                codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-                todo += [item.__globals__.get(n) for n in code.co_names]
-            for cell in item.__closure__ or ():
-                try:
-                    todo.append(cell.cell_contents)
-                except ValueError:  # an empty cell
-                    pass
-    return files
+    functions = [f for f in integrity.reach(fn, 500) if isinstance(f, types.FunctionType)]
+    return {c.co_qualname: c.co_filename for f in functions for c in integrity.codes_in(f.__code__)}
 
 
 # ---------------------------------------------------------------------------
 # In this process, under a time budget (sys.monitoring, else sys.settrace)
-
-
-class OutOfTime(BaseException):
-    """Raised inside the learner's code when its time is up (a BaseException on purpose)."""
 
 
 @contextlib.contextmanager
@@ -210,27 +165,19 @@ def _call_with_budget(
     """Return the Outcome of ``fn(*case.args)``, stopped by its time budget past ``limit_s``."""
     fetch = next((a.serving() for a in case.args if isinstance(a, Served)), None)
     args = [fetch if isinstance(a, Served) else a for a in case.args]
-    try:
-        with time_budget(limit_s, recorder, spins):
-            value = materialize(fn(*args))
-        outcome: Outcome = Returned(value=to_jsonable(value))
-    except OutOfTime:
-        outcome = TimedOut()
-    except SystemExit:
-        outcome = Ended()
-    except Exception as exc:
-        outcome = raised(
-            type(exc).__name__,
-            message_of(exc),
-            where=learner_line(exc.__traceback__),
-            detail=error_detail(exc),
-        )
-    requests = tuple(fetch.requests) if fetch is not None else None
-    return replace(outcome, requests=requests, used=tuple(recorder.take()))
+    reply = call_reply(fn, args, time_budget(limit_s, recorder, spins))
+    outcome = outcome_of(reply, tuple(fetch.requests) if fetch is not None else None)
+    return replace(outcome, used=tuple(recorder.take()))
+
+
+# sys.monitoring's ids 0-5 are for tools (debugger 0, coverage 1, profiler 2, optimizer 5):
+# the first free one, from the end, so a debugger or coverage keeps its own.
+MONITORING_TOOL_IDS = (4, 3, 2, 1, 0, 5)
+HERE = __file__  # this module's code (the block around the call, its exit) is never stopped
 
 
 def time_budget(limit_s: float, recorder: Recorder, spins: dict[types.CodeType, bool]) -> Budget:
-    """Return a block that raises OutOfTime in Python code still running after ``limit_s``.
+    """Return a block that raises TimeUp in Python code still running after ``limit_s``.
 
     ``sys.monitoring`` (Python 3.12+, the browser's Pyodide too) where a tool id is free:
     it calls back only when a function starts and on each unconditional jump (every loop
@@ -239,50 +186,49 @@ def time_budget(limit_s: float, recorder: Recorder, spins: dict[types.CodeType, 
     calls. ``with time_budget(...) as how:`` says which one: "monitoring" or "settrace".
     """
     monitoring = getattr(sys, "monitoring", None)
+    tool = None
     if monitoring is not None:
         tool = next((t for t in MONITORING_TOOL_IDS if monitoring.get_tool(t) is None), None)
-        if tool is not None:
-            return _Monitored(monitoring, tool, limit_s, recorder)
-    return _Traced(limit_s, recorder, spins)
-
-
-# sys.monitoring's ids 0-5 are for tools (debugger 0, coverage 1, profiler 2, optimizer 5):
-# the first free one, from the end, so a debugger or coverage keeps its own.
-MONITORING_TOOL_IDS = (4, 3, 2, 1, 0, 5)
-HERE = __file__  # this module's code (the block around the call, its __exit__) is never stopped
+    return Budget(time.monotonic() + limit_s, recorder, spins, tool)
 
 
 class Budget:
-    """A time budget for the block (see time_budget): enter it, run the call, leave it."""
+    """The block of ``time_budget``. Its own code (this module's) is never stopped, so
+    leaving it always turns the callbacks off, even once the time has run out."""
 
-    how = ""
-
-    def __init__(self, limit_s: float, recorder: Recorder) -> None:
-        self.deadline = time.monotonic() + limit_s
+    def __init__(
+        self,
+        deadline: float,
+        recorder: Recorder,
+        spins: dict[types.CodeType, bool],
+        tool: int | None,
+    ) -> None:
+        self.deadline = deadline
         self.recorder = recorder
+        self.spins = spins
+        self.tool = tool  # a free sys.monitoring tool id, or None: sys.settrace
+        self.monitoring = getattr(sys, "monitoring", None) if tool is not None else None
+        self.before: Any = None
 
     def __enter__(self) -> str:
-        self.start()
-        return self.how
+        if self.monitoring is not None:
+            self._monitor()
+            return "monitoring"
+        self.before = sys.gettrace()
+        sys.settrace(self._on_call)
+        return "settrace"
 
     def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        monitoring, tool = self.monitoring, self.tool
+        if monitoring is None:
+            sys.settrace(self.before)
+            return
+        monitoring.set_events(tool, monitoring.events.NO_EVENTS)
+        monitoring.register_callback(tool, monitoring.events.PY_START, None)
+        monitoring.register_callback(tool, monitoring.events.JUMP, None)
+        monitoring.free_tool_id(tool)
 
-    def start(self) -> None:
-        raise NotImplementedError
-
-    def stop(self) -> None:
-        raise NotImplementedError
-
-
-class _Monitored(Budget):
-    how = "monitoring"
-
-    def __init__(self, monitoring: Any, tool: int, limit_s: float, recorder: Recorder) -> None:
-        super().__init__(limit_s, recorder)
-        self.monitoring, self.tool = monitoring, tool
-
-    def start(self) -> None:
+    def _monitor(self) -> None:
         monitoring, tool, events = self.monitoring, self.tool, self.monitoring.events
         files, note, deadline = self.recorder.files, self.recorder.note, self.deadline
 
@@ -291,64 +237,34 @@ class _Monitored(Budget):
             if filename in files:
                 note(sys._getframe(1))  # the frame that is starting
             if time.monotonic() > deadline and filename != HERE:
-                raise OutOfTime(OUT_OF_TIME)
+                raise TimeUp
 
         def on_jump(code: types.CodeType, offset: int, destination: int) -> None:
             if time.monotonic() > deadline and code.co_filename != HERE:
-                raise OutOfTime(OUT_OF_TIME)
+                raise TimeUp
 
         monitoring.use_tool_id(tool, "lessonkit check")
         monitoring.register_callback(tool, events.PY_START, on_start)
         monitoring.register_callback(tool, events.JUMP, on_jump)
         monitoring.set_events(tool, events.PY_START | events.JUMP)
 
-    def stop(self) -> None:
-        monitoring, tool, events = self.monitoring, self.tool, self.monitoring.events
-        monitoring.set_events(tool, events.NO_EVENTS)
-        monitoring.register_callback(tool, events.PY_START, None)
-        monitoring.register_callback(tool, events.JUMP, None)
-        monitoring.free_tool_id(tool)
+    def _on_line(self, frame: types.FrameType, event: str, arg: Any) -> Any:
+        if time.monotonic() > self.deadline:
+            raise TimeUp
+        return self._on_line
 
-
-class _Traced(Budget):
-    how = "settrace"
-
-    def __init__(self, limit_s: float, recorder: Recorder, spins: dict[types.CodeType, bool]):
-        super().__init__(limit_s, recorder)
-        self.spins = spins
-        self.before: Any = None
-
-    def start(self) -> None:
-        files, note, deadline, spins = (
-            self.recorder.files,
-            self.recorder.note,
-            self.deadline,
-            self.spins,
-        )
-
-        def on_line(frame: types.FrameType, event: str, arg: Any) -> Any:
-            if time.monotonic() > deadline:
-                raise OutOfTime(OUT_OF_TIME)
-            return on_line
-
-        def on_call(frame: types.FrameType, event: str, arg: Any) -> Any:
-            code = frame.f_code
-            if code.co_filename == HERE:
-                return None  # the budget's own __exit__
-            if code.co_filename in files:
-                note(frame)
-            spin = spins.get(code)
-            if spin is None:
-                spin = spins[code] = _spins(code)
-            if spin:
-                frame.f_trace_opcodes = True  # a jump to itself never starts a line again
-            return on_line(frame, event, arg)
-
-        self.before = sys.gettrace()
-        sys.settrace(on_call)
-
-    def stop(self) -> None:
-        sys.settrace(self.before)
+    def _on_call(self, frame: types.FrameType, event: str, arg: Any) -> Any:
+        code = frame.f_code
+        if code.co_filename == HERE:
+            return None  # the budget's own exit
+        if code.co_filename in self.recorder.files:
+            self.recorder.note(frame)
+        spin = self.spins.get(code)
+        if spin is None:
+            spin = self.spins[code] = _spins(code)
+        if spin:
+            frame.f_trace_opcodes = True  # a jump to itself never starts a line again
+        return self._on_line(frame, event, arg)
 
 
 def _spins(code: types.CodeType) -> bool:

@@ -1,9 +1,10 @@
-"""One learner's code, run sandboxed for grading: ``LearnerHost`` and ``NotebookRun``.
+"""Step 2 of grading: run one learner's notebooks sandboxed, ``LearnerHost`` and ``NotebookRun``.
 
 A ``LearnerHost`` is one learner's sandbox (``lessonkit.grading.sandbox``)
 holding one ``python -m lessonkit.grading.child``: it imports the course once
 and runs the learner's notebooks one after the other. ``NotebookRun`` is one
-notebook in it: its cells ran, its exercise functions answer calls. When a
+notebook in it, given as its code cells (from a file or from bytes, the
+caller read them): its cells ran, its exercise functions answer calls. When a
 call never returns or the learner's code ends the process, the whole sandbox
 ends (everything the learner started dies with it); the next call starts a
 fresh one and runs the notebook again.
@@ -40,17 +41,6 @@ from lessonkit.grading.engine import (
 )
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.notebook import GRADING_ENV
-
-__all__ = [
-    "CHILD",
-    "LearnerHost",
-    "NotebookEnded",
-    "NotebookProblem",
-    "NotebookRun",
-    "NotebookTimedOut",
-    "Setup",
-    "course_paths",
-]
 
 CHILD = [sys.executable, "-m", "lessonkit.grading.child"]
 _KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT")
@@ -155,7 +145,8 @@ class LearnerHost:
             channel.close()
             raise NotebookEnded(self.ended_text()) from None
         if ready is None:
-            raise NotebookTimedOut(_not_finished(self.setup.timeout_s))
+            limit = f"{self.setup.timeout_s:g} s (--timeout)"
+            raise NotebookTimedOut(f"the notebook's code did not finish within {limit}")
         if ready.get("op") != "ready":
             channel.close()
             raise NotebookEnded("the notebook's code broke the grading process")
@@ -208,11 +199,11 @@ class NotebookRun:
         self.found = [str(n) for n in ready.get("found", [])]
         self.cell_errors = [e for e in ready.get("cell_errors", []) if isinstance(e, dict)]
         self.stopped = str(ready.get("stopped") or "")
-        self.cell_used = _names(ready.get("cell_used"))
-        copied = ready.get("copied")
-        self.copied = (
-            {str(k): _held(v) for k, v in copied.items()} if isinstance(copied, dict) else {}
-        )
+        self.cell_used = [str(v)[:200] for v in _listed(ready.get("cell_used"))]
+        copied = _listed(ready.get("copied"))  # exercise -> {answer: what it holds of it}
+        self.copied = {
+            str(k): {str(a)[:200]: str(w)[:300] for a, w in _listed(v)} for k, v in copied
+        }
 
     def _channel(self) -> Channel:
         """Return a live channel, running the notebook again if its process is gone."""
@@ -252,16 +243,8 @@ class NotebookRun:
         self.host.finish()
 
 
-def _not_finished(timeout_s: float) -> str:
-    return f"the notebook's code did not finish within {timeout_s:g} s (--timeout)"
-
-
-def _names(value: object) -> list[str]:
-    return [str(v)[:200] for v in value[:20]] if isinstance(value, list) else []
-
-
-def _held(value: object) -> dict[str, str]:
-    """Return {answer: what the function holds of it} from the child's "copied" entry."""
-    if not isinstance(value, dict):
-        return {}
-    return {str(k)[:200]: str(v)[:300] for k, v in list(value.items())[:20]}
+def _listed(value: object) -> list:
+    """Return the first 20 items of a list, or (key, value) pairs of a dict, the child sent."""
+    if isinstance(value, dict):
+        return list(value.items())[:20]
+    return value[:20] if isinstance(value, list) else []
