@@ -224,13 +224,14 @@ def test_runtime_dependencies_cover_every_import_of_the_notebooks_and_lessonkit(
 
 def test_the_browser_runtimes_modules_are_imported_only_by_the_browser_path():
     # A module of Pyodide's own is the platform's, not a dependency: but only code that runs
-    # in the browser kernel (lessonkit.serve.inprocess, which checks sys.platform) imports it.
+    # in the browser kernel imports it (lessonkit.serve.inprocess, and lessonkit.edition's
+    # app_url, which reads the worker's address; both check sys.platform first).
     importers = sorted(
         str(path.relative_to(ROOT))
         for path in (ROOT / "lessonkit").rglob("*.py")
         if _top_level_imports(path.read_text()) & BROWSER_RUNTIME
     )
-    assert importers == ["lessonkit/serve/inprocess.py"]
+    assert importers == ["lessonkit/edition.py", "lessonkit/serve/inprocess.py"]
 
 
 def test_the_lesson_05_sdk_is_a_runtime_dependency():
