@@ -33,7 +33,7 @@ unexport MPLBACKEND
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub lite-test chromium \
-	hub-proxy assign bench clean setup lab-setup
+	hub-proxy assign bench clean setup lab-setup site site-test
 
 # The learner's install: what the lessons import, nothing else.
 lab-setup: $(LAB_STAMP) $(SETTINGS) $(SERVER_SETTINGS)
@@ -73,7 +73,7 @@ lint: setup
 # TEST_STAGES at the same time (they mostly wait: on kernels, browsers, paced streams),
 # prints each stage's output as it ends and then the time of each (tools/run_stages.py;
 # logs in test-artifacts/stages/). A new stage: its target, and its name here.
-TEST_STAGES := lint unit notebooks exercises browser hub lite-test
+TEST_STAGES := lint unit notebooks exercises browser hub lite-test site-test
 TEST_JOBS ?= 0
 # 0: every stage at once; TEST_JOBS=1 runs them one after another.
 test:
@@ -125,6 +125,12 @@ browser: setup chromium $(AXE)
 lite-test: setup chromium
 	$(BIN)/pytest tests/lite
 
+# The course website (tests/site): built from the working tree into a temporary folder (as
+# `make site` builds it), served on loopback, every page read in Chromium with every other
+# request refused: links, images, search, axe in both schemes, each lesson's launch link.
+site-test: setup chromium $(AXE)
+	$(BIN)/pytest tests/site
+
 # A real JupyterHub on loopback, two users, a browser "on another machine" (tests/hub).
 hub: setup chromium $(CHP)
 	$(BIN)/pytest tests/hub
@@ -152,7 +158,7 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-artifacts .browser-scratch
-	rm -rf .venv-lite $(LITE_DIR)
+	rm -rf .venv-lite $(LITE_DIR) build/lite-cache .venv-site $(SITE_DIR) build/.locks
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -exec rm -rf {} +
 
@@ -164,3 +170,11 @@ LITE_DIR ?= build/lite
 .PHONY: lite
 lite:
 	$(PYTHON) tools/build_lite.py --out $(LITE_DIR)
+
+# The course website: the pages (README, guides, every lesson and exercise, search) at the root
+# of $(SITE_DIR), the JupyterLite app in its lite/ (tools/build_site.py: Sphinx in a pinned
+# builder venv of its own, .venv-site, beside .venv-lite). One folder any static host serves:
+# python3 -m http.server --bind 127.0.0.1 --directory build/site 8000 (docs/running-a-class.md).
+SITE_DIR ?= build/site
+site:
+	$(PYTHON) tools/build_site.py --out $(SITE_DIR)

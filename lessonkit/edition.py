@@ -14,23 +14,27 @@ pydantic-core). Such a cell starts with one line::
 In the full edition the magic runs the cell as if the line were not there. In the browser
 it says in one line what the cell needs, shows what the cell showed in the full edition
 (recorded from the committed notebook: ``lessonkit/data/full_edition.json``, written by
-``tools/record_full_edition.py``) and links to the full edition.
+``tools/record_full_edition.py``) and links to the page that says how to get the full edition.
 Load it in a notebook with ``%load_ext lessonkit.edition``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from functools import cache
 from importlib import resources
 from typing import Any
+from urllib.parse import urljoin
 
-__all__ = ["FULL_EDITION_URL", "NEEDS", "in_browser", "stored_outputs"]
+__all__ = ["NEEDS", "full_edition_url", "in_browser", "stored_outputs"]
 
-# Where a learner in the browser gets the full edition: the repository's two commands.
-# (The same <org> as the README's Binder badge: publishers write their own in both.)
-FULL_EDITION_URL = "https://github.com/<org>/streaming-course#the-two-commands"
+# Where the page on getting the full edition is, as the zero-install builder (tools/build_lite.py)
+# sets it in the browser kernel's environment: inside the course website, relative to the
+# JupyterLite app ("../docs/learning.html#set-up"); for the app published alone, the
+# repository's guide when the course's address is set; else unset.
+GUIDE_VARIABLE = "LESSONKIT_FULL_EDITION_GUIDE"
 
 # What each full-edition-only cell needs, said in the cell's one line in the browser.
 NEEDS = {
@@ -65,11 +69,36 @@ def stored_outputs(name: str) -> list[dict[str, Any]]:
     return store[name]["outputs"]
 
 
+def app_url() -> str | None:
+    """Return the JupyterLite app's address as the browser kernel sees it, or None elsewhere.
+
+    The kernel is a web worker whose script lies under ``<app>/extensions/``; a link printed
+    in a cell must be absolute, since JupyterLab opens a relative one as a file of its drive.
+    """
+    if not in_browser():
+        return None
+    import js  # Pyodide's view of the worker's globals
+
+    worker = str(js.location.href)
+    return worker.split("/extensions/")[0] + "/" if "/extensions/" in worker else None
+
+
+def full_edition_url() -> str | None:
+    """Return the address of the page that says how to get the full edition, or None if unknown."""
+    guide = os.environ.get(GUIDE_VARIABLE, "")
+    if not guide or "://" in guide:
+        return guide or None
+    app = app_url()
+    return urljoin(app, guide) if app else None
+
+
 def note(name: str) -> str:
     """Return the one line the browser shows instead of running the cell called ``name``."""
+    url = full_edition_url()
+    where = f" ({url})" if url else ""
     return (
         f"[zero-install edition] This cell needs {NEEDS[name]}. Below is what it showed "
-        f"in the full edition ({FULL_EDITION_URL}):"
+        f"in the full edition{where}:"
     )
 
 

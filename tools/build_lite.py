@@ -3,6 +3,7 @@
 
     python3 tools/build_lite.py                 # the site in build/lite/ (what `make lite` runs)
     python3 tools/build_lite.py --out DIR       # somewhere else
+    python3 tools/build_lite.py --out DIR --in-site   # as part of the course website (tools/build_site.py)
     python3 tools/build_lite.py --pin           # re-pin the kernel's wheels (tools/lite/kernel-wheels.txt)
 
 Serve the folder with any static web server and open it: JupyterLab runs in the page,
@@ -28,7 +29,11 @@ What goes in, and where each piece comes from (every one pinned):
                      so the first cell can import it with no step for the learner.
     contents         notebooks/ and exercises/ at the repository's paths; the site opens on
                      notebooks/00_start_here.ipynb.
-    settings         jupyter/overrides.d/streaming-course.json, the course's JupyterLab settings.
+    settings         jupyter/overrides.d/streaming-course.json, the course's JupyterLab settings,
+                     plus LITE_SETTINGS (closing a notebook's tab shuts its kernel down).
+    course plugin    tools/lite/course-extension: the Course menu (back to the notebook's page
+                     when the app is part of the course website) and a notification when other
+                     notebooks still hold a kernel, with a button that shuts them down.
 
 Packages that Pyodide's lock names and the site does not ship (numpy, matplotlib, pydantic-core,
 ...) keep a lock entry whose file name is the absolute URL of Pyodide's own CDN: a learner online
@@ -39,6 +44,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -62,6 +69,9 @@ LITE_VENV = REPO / ".venv-lite"
 DEFAULT_OUT = REPO / "build" / "lite"
 CACHE = REPO / "build" / "lite-cache"  # downloads kept between builds (npm tarball, wheels)
 SETTINGS = REPO / "jupyter" / "overrides.d" / "streaming-course.json"
+COURSE_EXTENSION = LITE_TOOLS / "course-extension"
+LOCKS = REPO / "build" / ".locks"  # several builds may run at once (make test's stages)
+STARTED_AT = "LESSONKIT_BUILD_STARTED_AT"  # the build's start, kept across the exec into the venv
 CONTENT_FOLDERS = ("notebooks", "exercises")
 START_NOTEBOOK = "notebooks/00_start_here.ipynb"
 
@@ -103,6 +113,15 @@ KERNEL_SHIMS = ("piplite", "pyodide-kernel", "ipykernel", "widgetsnbextension")
 SHIM_VERSIONS = {"widgetsnbextension": "4.0.999"}  # ipywidgets 8's; 3.6.999 is for ipywidgets 7
 
 
+# JupyterLab settings for the app only (the full edition keeps its kernels until culled):
+# a notebook's kernel stops when its tab closes.
+LITE_SETTINGS = {"@jupyterlab/notebook-extension:tracker": {"kernelShutdown": True}}
+# Inside the course website: where its pages are, relative to the app (<site>/lite/), for the
+# Course menu, and where the kernel's links to the full edition's set-up point.
+SITE_PAGES = "../"
+FULL_EDITION_GUIDE = "docs/learning.html#set-up"
+
+
 class BuildError(RuntimeError):
     """The build cannot go on; the message says what to do."""
 
@@ -120,51 +139,55 @@ def normalized(name: str) -> str:
 # The build environment (.venv-lite)
 
 
-def requirements_digest() -> str:
-    return hashlib.sha256(BUILD_REQUIREMENTS.read_bytes()).hexdigest()
+@contextlib.contextmanager
+def locked(name: str):
+    """Hold an exclusive lock called name for the block (other builds of this tree wait)."""
+    LOCKS.mkdir(parents=True, exist_ok=True)
+    with open(LOCKS / f"{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def builder_python(venv: Path, requirements: Path) -> Path:
+    """Return the python of venv, created or refreshed from the pinned, hashed requirements.
+
+    uv when it is on PATH, else venv + pip. A stamp holds the requirements' sha256, so an
+    unchanged venv is used as it is.
+    """
+    python = venv / "bin" / "python"
+    stamp = venv / ".requirements-sha256"
+    digest = sha256_of(requirements)
+    with locked(venv.name):
+        if python.exists() and stamp.exists() and stamp.read_text() == digest:
+            return python
+        log(f"setting up the builder in {venv.name}/ (pinned, hash-checked) ...")
+        uv = shutil.which("uv")
+        if uv:
+            if not python.exists():
+                run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)])
+            run([uv, "pip", "sync", "--quiet", "--require-hashes", "--python", str(python),
+                 str(requirements)])  # fmt: skip
+        else:
+            if not python.exists():
+                run([sys.executable, "-m", "venv", str(venv)])
+            run([str(python), "-m", "pip", "install", "--quiet", "--require-hashes", "-r",
+                 str(requirements)])  # fmt: skip
+        stamp.write_text(digest)
+    return python
 
 
 def ensure_build_env() -> None:
     """Create or refresh .venv-lite from the pinned requirements, then re-run this script in it."""
     if Path(sys.prefix).resolve() == LITE_VENV.resolve():
         return
-    python = LITE_VENV / "bin" / "python"
-    stamp = LITE_VENV / ".requirements-sha256"
-    if not (python.exists() and stamp.exists() and stamp.read_text() == requirements_digest()):
-        log(f"setting up the site builder in {LITE_VENV.name}/ (pinned, hash-checked) ...")
-        uv = shutil.which("uv")
-        if uv:
-            if not python.exists():
-                run([uv, "venv", "--quiet", "--python", sys.executable, str(LITE_VENV)])
-            run(
-                [
-                    uv,
-                    "pip",
-                    "sync",
-                    "--quiet",
-                    "--require-hashes",
-                    "--python",
-                    str(python),
-                    str(BUILD_REQUIREMENTS),
-                ]
-            )
-        else:
-            if not python.exists():
-                run([sys.executable, "-m", "venv", str(LITE_VENV)])
-            run(
-                [
-                    str(python),
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--require-hashes",
-                    "-r",
-                    str(BUILD_REQUIREMENTS),
-                ]
-            )
-        stamp.write_text(requirements_digest())
+    os.environ.setdefault(STARTED_AT, str(time.time()))  # the build's time includes the set-up
+    python = builder_python(LITE_VENV, BUILD_REQUIREMENTS)
     os.execv(str(python), [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+
+def started_at() -> float:
+    """Return when this build started (time.time()), before the exec into its venv if any."""
+    return float(os.environ.get(STARTED_AT) or time.time())
 
 
 def run(command: list[str], *, cwd: Path | None = None) -> str:
@@ -476,19 +499,52 @@ def build_lessonkit_wheel(dest: Path) -> Path:
 # The site
 
 
-def jupyter_lite_json(preload: list[str]) -> dict:
-    """Return the site's jupyter-lite.json (merged by the builder with what its add-ons add)."""
-    return {
-        "jupyter-lite-schema-version": 0,
-        "jupyter-config-data": {
-            "appName": "Token streaming (zero install)",
-            "litePluginSettings": {
-                "@jupyterlite/pyodide-kernel-extension:kernel": {
-                    "loadPyodideOptions": {"packages": preload},
-                }
-            },
+def jupyter_lite_json(preload: list[str], *, in_site: bool, repository: str | None) -> dict:
+    """Return the site's jupyter-lite.json (merged by the builder with what its add-ons add).
+
+    The kernel's environment holds where its links to the full edition's set-up point
+    (lessonkit.edition reads it): inside the course website, the learning guide's page,
+    relative to the app (the kernel makes it absolute at run time); for the app alone, the
+    guide in the course's repository when its address is set (pyproject.toml), else nothing.
+    """
+    if in_site:
+        guide = SITE_PAGES + FULL_EDITION_GUIDE
+    elif repository:
+        guide = f"{repository.rstrip('/')}/blob/HEAD/docs/learning.md#set-up"
+    else:
+        guide = ""
+    pyodide_options: dict = {"packages": preload}
+    if guide:
+        pyodide_options["env"] = {"LESSONKIT_FULL_EDITION_GUIDE": guide}
+    config: dict = {
+        "appName": "Token streaming (zero install)",
+        "litePluginSettings": {
+            "@jupyterlite/pyodide-kernel-extension:kernel": {"loadPyodideOptions": pyodide_options}
         },
     }
+    if in_site:
+        config["streamingCourse"] = {"pages": SITE_PAGES}  # read by the course plugin
+    return {"jupyter-lite-schema-version": 0, "jupyter-config-data": config}
+
+
+def binder_url(repository: str) -> str:
+    """Return the Binder address that opens lesson 00 from the course's repository."""
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(repository)
+    if parts.netloc == "github.com":
+        spec = "gh/" + parts.path.strip("/").removesuffix(".git") + "/HEAD"
+    else:
+        spec = f"git/{quote(repository, safe='')}/HEAD"
+    return f"https://mybinder.org/v2/{spec}?urlpath=lab/tree/{START_NOTEBOOK}"
+
+
+def course_address() -> dict[str, str]:
+    """Return the course's published addresses (pyproject.toml, [project.urls]); {} when unset."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return dict(project.get("urls", {}))
 
 
 # The root page's own redirect (to the app, with no file named) is replaced by one that opens
@@ -497,6 +553,7 @@ ROOT_REDIRECT = re.compile(
     r"<script type=\"module\">\s*await import\('\./config-utils\.js'\);\s*</script>"
 )
 START_REDIRECT = """<meta http-equiv="refresh" content="0; url={url}">
+    <link rel="icon" href="lab/favicon.ico">
     <title>Token streaming: the course in your browser</title>"""
 
 
@@ -507,6 +564,20 @@ def open_on_start_notebook(index_html: Path, url: str) -> None:
     if count != 1:
         raise BuildError(f"{index_html} no longer has the redirect this build replaces")
     index_html.write_text(changed)
+
+
+# The app's pages name their icon from the start: without it a browser asks the host's root
+# for /favicon.ico, outside the site (a 404 in the console wherever the site sits under a path).
+MANIFEST_LINK = re.compile(r'(<link rel="manifest" href="[^"]*">)')
+
+
+def name_the_icon(page: Path, icon: str) -> None:
+    """Add a link to the app's icon (icon: relative to page) beside the page's manifest link."""
+    text = page.read_text()
+    changed, count = MANIFEST_LINK.subn(rf'\1\n    <link rel="icon" href="{icon}">', text)
+    if count != 1:
+        raise BuildError(f"{page} no longer has the manifest link this build adds the icon beside")
+    page.write_text(changed)
 
 
 def stage_contents(folder: Path) -> int:
@@ -570,6 +641,8 @@ def write_lite_dir(
     lock: dict,
     extra: dict[str, str],
     chosen: dict[str, tuple[str, Path]],
+    *,
+    in_site: bool,
 ) -> list[str]:
     """Write the builder's input folder (Pyodide, the lock, wheels, config); return the preloads."""
     static = lite_dir / "static" / "pyodide"  # where the Pyodide add-on looks for a local Pyodide
@@ -590,44 +663,55 @@ def write_lite_dir(
     site_lock = compose_lock(lock, extra, chosen, wheel_names)
     (static / "pyodide-lock.json").write_text(json.dumps(site_lock, indent=1, sort_keys=True))
     preload = sorted({*map(normalized, KERNEL_PACKAGES), LESSONKIT_NAME})
-    config = json.dumps(jupyter_lite_json(preload), indent=2)
-    (lite_dir / "jupyter-lite.json").write_text(config)
-    shutil.copy2(SETTINGS, lite_dir / "overrides.json")
+    repository = course_address().get("Repository")
+    config = jupyter_lite_json(preload, in_site=in_site, repository=repository)
+    (lite_dir / "jupyter-lite.json").write_text(json.dumps(config, indent=2))
+    settings = {**json.loads(SETTINGS.read_text()), **LITE_SETTINGS}
+    (lite_dir / "overrides.json").write_text(json.dumps(settings, indent=2))
+    # The course plugin, a prebuilt federated extension, from a folder the builder is told of.
+    extensions = lite_dir.parent / "labextensions"
+    shutil.copytree(COURSE_EXTENSION, extensions / "streaming-course")
+    builder_config = {"FederatedExtensionAddon": {"extra_labextensions_path": [str(extensions)]}}
+    (lite_dir / "jupyter_lite_config.json").write_text(json.dumps(builder_config, indent=2))
     return preload
 
 
-def build_site(out: Path) -> None:
-    """Build the site into out (replacing what is there)."""
-    started = time.monotonic()
-    pyodide = fetch_pyodide()
-    lock = json.loads((pyodide / "pyodide-lock.json").read_text())
-    chosen, extra = kernel_wheels(lock)
-    with tempfile.TemporaryDirectory(prefix="lite-src-") as scratch:
-        lite_dir = Path(scratch) / "lite"
-        preload = write_lite_dir(lite_dir, pyodide, lock, extra, chosen)
-        contents = Path(scratch) / "contents"
-        n_notebooks = stage_contents(contents)
-        if out.exists():
-            shutil.rmtree(out)
-        log(f"building the site with jupyter lite ({n_notebooks} notebooks) ...")
-        jupyter = str(Path(sys.prefix) / "bin" / "jupyter")
-        # --apps lab: the site is JupyterLab only (no separate Notebook, REPL or file pages);
-        # --no-libarchive: Python's own tarfile (libarchive-c only makes it faster).
-        run(
-            [jupyter, "lite", "build", "--lite-dir", str(lite_dir), "--output-dir", str(out),
-             "--contents", str(contents), "--apps", "lab", "--no-sourcemaps",
-             "--no-unused-shared-packages", "--no-libarchive"],
-            cwd=lite_dir,
-        )  # fmt: skip
+def build_site(out: Path, *, in_site: bool = False) -> None:
+    """Build the site into out (replacing what is there); in_site: as part of the course website."""
+    with locked("lite-cache"):  # downloads and the lessonkit wheel: one build at a time
+        pyodide = fetch_pyodide()
+        lock = json.loads((pyodide / "pyodide-lock.json").read_text())
+        chosen, extra = kernel_wheels(lock)
+        with tempfile.TemporaryDirectory(prefix="lite-src-") as scratch:
+            lite_dir = Path(scratch) / "lite"
+            preload = write_lite_dir(lite_dir, pyodide, lock, extra, chosen, in_site=in_site)
+            contents = Path(scratch) / "contents"
+            n_notebooks = stage_contents(contents)
+            if out.exists():
+                shutil.rmtree(out)
+            log(f"building the site with jupyter lite ({n_notebooks} notebooks) ...")
+            jupyter = str(Path(sys.prefix) / "bin" / "jupyter")
+            # --apps lab: the site is JupyterLab only (no separate Notebook, REPL or file pages);
+            # --no-libarchive: Python's own tarfile (libarchive-c only makes it faster).
+            run(
+                [jupyter, "lite", "build", "--lite-dir", str(lite_dir), "--output-dir", str(out),
+                 "--contents", str(contents), "--apps", "lab", "--no-sourcemaps",
+                 "--no-unused-shared-packages", "--no-libarchive"],
+                cwd=lite_dir,
+            )  # fmt: skip
     open_on_start_notebook(out / "index.html", f"lab/index.html?path={START_NOTEBOOK}")
+    name_the_icon(out / "lab" / "index.html", "favicon.ico")
     (out / ".nojekyll").write_text("")  # GitHub Pages: publish the folder as it is, no Jekyll
     shipped = {name: version for name, (version, _) in sorted(chosen.items())}
     info = {"pyodide": PYODIDE_VERSION, "kernel_preloads": preload, "kernel_wheels": shipped}
     (out / "build-info.json").write_text(json.dumps(info, indent=2))
     size_mb = folder_bytes(out) / 1e6
     log(f"{len(shipped)} wheels in the kernel, lessonkit built from the working tree")
-    log(f"site: {out} ({size_mb:.1f} MB), built in {time.monotonic() - started:.1f} s")
-    log(f"try it: python3 -m http.server --bind 127.0.0.1 --directory {out} 8000, then open http://127.0.0.1:8000/")
+    log(f"site: {out} ({size_mb:.1f} MB), built in {time.time() - started_at():.1f} s")
+    if not in_site:
+        log(
+            f"try it: python3 -m http.server --bind 127.0.0.1 --directory {out} 8000, then open http://127.0.0.1:8000/"
+        )
 
 
 def _has_wheel(folder: Path, name: str, version: str) -> bool:
@@ -671,13 +755,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the site's folder")
     parser.add_argument("--pin", action="store_true", help="re-pin tools/lite/kernel-wheels.txt")
+    parser.add_argument(
+        "--in-site", action="store_true", help="build the app as part of the course website"
+    )
     args = parser.parse_args(argv)
     try:
         ensure_build_env()
         if args.pin:
             pin()
         else:
-            build_site(args.out.resolve())
+            build_site(args.out.resolve(), in_site=args.in_site)
     except BuildError as error:
         print(f"[lite] build failed: {error}", file=sys.stderr)
         return 1

@@ -245,13 +245,14 @@ def test_runtime_dependencies_cover_every_import_of_the_notebooks_and_lessonkit(
 
 def test_the_browser_runtimes_modules_are_imported_only_by_the_browser_path():
     # A module of Pyodide's own is the platform's, not a dependency: but only code that runs
-    # in the browser kernel (lessonkit.serve.inprocess, which checks sys.platform) imports it.
+    # in the browser kernel imports it (lessonkit.serve.inprocess, and lessonkit.edition's
+    # app_url, which reads the worker's address; both check sys.platform first).
     importers = sorted(
         str(path.relative_to(ROOT))
         for path in (ROOT / "lessonkit").rglob("*.py")
         if _top_level_imports(path.read_text()) & BROWSER_RUNTIME
     )
-    assert importers == ["lessonkit/serve/inprocess.py"]
+    assert importers == ["lessonkit/edition.py", "lessonkit/serve/inprocess.py"]
 
 
 def test_the_lesson_05_sdk_is_a_runtime_dependency():
@@ -398,9 +399,11 @@ def test_lessonkit_and_python_dash_m_lessonkit_run_the_same_command_line():
     assert by_script.stdout.strip() == PYPROJECT["project"]["version"]
 
 
-def test_make_clean_removes_the_zero_install_builder_and_site():
+def test_make_clean_removes_the_website_its_builders_and_their_downloads():
     recipe = re.search(r"^clean:\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.MULTILINE)
-    assert re.search(r"^\trm -rf .*\.venv-lite\b.*\$\(LITE_DIR\)", recipe.group(1), re.MULTILINE)
+    removed = " ".join(re.findall(r"^\trm -rf (.*)$", recipe.group(1), re.MULTILINE)).split()
+    for made in (".venv-lite", "$(LITE_DIR)", "build/lite-cache", ".venv-site", "$(SITE_DIR)"):
+        assert made in removed, f"make clean leaves {made} behind"
 
 
 def test_ci_script_runs_the_readme_test_command():
@@ -411,7 +414,8 @@ def test_ci_script_runs_the_readme_test_command():
 
 
 @pytest.mark.parametrize(
-    ("target", "folder"), [("browser", "browser"), ("hub", "hub"), ("lite-test", "lite")]
+    ("target", "folder"),
+    [("browser", "browser"), ("hub", "hub"), ("lite-test", "lite"), ("site-test", "site")],
 )
 def test_make_test_runs_each_playwright_suite_in_its_own_pytest_process(target, folder):
     makefile = (ROOT / "Makefile").read_text()
