@@ -17,6 +17,9 @@ message says why, in the learner's words):
   the user it is named for);
 * a user name that is not one plain file name.
 
+The name is the Unix user's (from the process's user id); ``$JUPYTERHUB_USER`` names the
+hand-in only on a shared account, and never when it is another Unix user's name.
+
 The bytes go to a temporary file of a random name first (created, never opened if it
 exists, never through a link), then are renamed onto ``<user>.zip``: the drop box holds
 either the old hand-in or the new one, whole.
@@ -42,12 +45,35 @@ class NotDropped(Exception):
     """The hand-in was not put in the drop box; the message says why, for the learner."""
 
 
+def _unix_user() -> str:
+    """The name of the Unix user this process runs as (from its user id, not from $USER)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (ImportError, KeyError):  # no passwd entry (a container's bare uid), or not Unix
+        return getpass.getuser()
+
+
+def _is_unix_user(name: str) -> bool:
+    import pwd  # Unix only, as drop boxes are
+
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 def dropbox_user() -> str:
-    """Return whose hand-in this is on a hub: the hub's user on a shared Unix account, else
-    the Unix user."""
-    unix_user = getpass.getuser()
+    """Return whose hand-in this is: the Unix user, or, on a shared Unix account (every
+    learner the same user, as in a container), the hub's user name, ``$JUPYTERHUB_USER``.
+    Never another Unix user's name: that would be claiming their hand-in."""
+    unix_user = _unix_user()
     hub_user = os.environ.get("JUPYTERHUB_USER", "")
-    return hub_user if hub_user and hub_user != unix_user else unix_user
+    if not hub_user or hub_user == unix_user or _is_unix_user(hub_user):
+        return unix_user
+    return hub_user
 
 
 def _owner(uid: int) -> str:

@@ -151,17 +151,17 @@ def test_bob_cannot_replace_or_remove_alices_hand_in_and_alice_can_replace_her_o
     }
     theirs = {what: bob.attempt(code) for what, code in attempts.items()}
     bob.run(f"os.unlink({planted!r})")  # his own file: he may remove it
-    # Nor through the course's own hand-in, claiming her hub name.
+    # Nor through the course's own hand-in, claiming her hub name: his goes in as his.
     claimed = lessonkit(bob, "submit", cwd=bob.course / "exercises", JUPYTERHUB_USER=alice.name)
     timings.setdefault("isolation", {})["drop box: replace alice's hand-in"] = {
         "alice": f"hand in again, onto her own file: {mine}",
         "bob": "; ".join(f"{what}: {result}" for what, result in theirs.items())
-        + "; lessonkit submit as her: refused",
+        + "; lessonkit submit with JUPYTERHUB_USER set to her name: handed in as his own",
     }
     for what, result in theirs.items():
         assert result.startswith("PermissionError: "), f"{what}: {result}"
     assert claimed["status"] == 0, claimed
-    assert f"{alice.name}.zip is already there and belongs to {alice.name}" in claimed["out"]
+    assert f"Handed in to the class drop box as {bob.name}.zip." in claimed["out"], claimed
     hers_now = share.dropbox / f"{alice.name}.zip"
     assert sha256(hers_now) == handed_in["alice"] and hers_now.stat().st_uid == alice.account.uid
     assert sorted(p.name for p in share.dropbox.iterdir()) == sorted(

@@ -10,6 +10,7 @@ takes another user id for lessonkit.learner.dropbox's checks).
 from __future__ import annotations
 
 import os
+import pwd
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lessonkit.learner import dropbox, handin
-from lessonkit.learner.dropbox import NotDropped, put
+from lessonkit.learner.dropbox import NotDropped, dropbox_user, put
 from lessonkit.learner.handin import ExerciseResult, hand_in
 
 DATA = b"PK\x05\x06" + bytes(18)  # an empty zip: put() stores bytes, whatever they are
@@ -69,6 +70,24 @@ def test_the_temporary_name_cannot_be_guessed_so_it_cannot_be_taken_first(box, m
     put(box, "alice", DATA)
     assert len(set(names)) == 2 and all(n.startswith(".alice.zip.") for n in names), names
     assert all(len(n) >= len(".alice.zip..part") + 16 for n in names), names
+
+
+def test_the_hand_in_is_named_by_the_process_user_not_by_the_user_variables(monkeypatch):
+    for variable in ("USER", "LOGNAME", "USERNAME"):
+        monkeypatch.setenv(variable, "someone-else")
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    assert dropbox_user() == pwd.getpwuid(os.geteuid()).pw_name
+
+
+def test_on_a_shared_account_the_hub_user_names_the_hand_in(monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_USER", "no-such-unix-user-3f9a")
+    assert dropbox_user() == "no-such-unix-user-3f9a"
+
+
+def test_a_hub_user_variable_naming_another_unix_user_is_never_used(monkeypatch):
+    other = next(e.pw_name for e in pwd.getpwall() if e.pw_uid != os.geteuid())
+    monkeypatch.setenv("JUPYTERHUB_USER", other)
+    assert dropbox_user() == pwd.getpwuid(os.geteuid()).pw_name != other
 
 
 def test_a_missing_drop_box_is_refused_and_never_created(tmp_path):
