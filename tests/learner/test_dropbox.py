@@ -3,8 +3,8 @@ replace it, and never onto a name someone else took.
 
 Two real Unix users meet in tests/hub (test_dropbox.py there: bob can neither read nor
 replace alice's hand-in). Here one user stands for both: "someone else" is a file or a
-folder that belongs to another user (as root: chowned to nobody; otherwise this process
-takes another user id for lessonkit.learner.dropbox's checks).
+folder that belongs to another user (as root: chowned to another user id; otherwise its
+owner, as lessonkit.learner.dropbox reads it, is made that user id).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from lessonkit.learner.dropbox import NotDropped, dropbox_user, put
 from lessonkit.learner.handin import ExerciseResult, hand_in
 
 DATA = b"PK\x05\x06" + bytes(18)  # an empty zip: put() stores bytes, whatever they are
-NOBODY = 65534
+OTHER = 65534 if os.geteuid() != 65534 else 65533  # a user id that is not ours, nor root's
 
 
 @pytest.fixture
@@ -40,9 +40,23 @@ def someone_else(monkeypatch: pytest.MonkeyPatch):
 
     def give_away(path: Path) -> None:
         if os.geteuid() == 0:
-            os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
-        else:  # we cannot chown: be another user instead, as far as the checks can tell
-            monkeypatch.setattr(dropbox.os, "geteuid", lambda: path.lstat().st_uid + 1)
+            os.chown(path, OTHER, OTHER, follow_symlinks=False)
+            return
+
+        # We cannot chown: the path's owner, as the checks read it, becomes OTHER.
+        def owned_by_other(read):
+            def stat_of(self, *args, **kwargs):
+                info = read(self, *args, **kwargs)
+                if self != path:
+                    return info
+                fields = list(info[:10])
+                fields[4:6] = [OTHER, OTHER]  # st_uid, st_gid
+                return os.stat_result(fields)
+
+            return stat_of
+
+        monkeypatch.setattr(Path, "stat", owned_by_other(Path.stat))
+        monkeypatch.setattr(Path, "lstat", owned_by_other(Path.lstat))
 
     return give_away
 
