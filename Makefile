@@ -159,6 +159,7 @@ assign: setup
 	$(BIN)/lessonkit assign solutions exercises
 
 bench: setup
+	$(BIN)/python bench/bench_setup.py
 	$(BIN)/python bench/bench_decoders.py
 	$(BIN)/python bench/bench_server.py
 	$(BIN)/python bench/bench_grading.py

@@ -36,6 +36,10 @@ FULL_EDITION_URL = "https://github.com/<org>/streaming-course#the-two-commands"
 NEEDS = {
     "openai-sdk": "the official openai SDK, built on pydantic-core (compiled code that this "
     "browser kernel cannot load offline)",
+    "responses-sdk": "the official openai SDK, built on pydantic-core (compiled code that this "
+    "browser kernel cannot load offline)",
+    "responses-failure": "the official openai SDK, built on pydantic-core (compiled code that "
+    "this browser kernel cannot load offline)",
     "buffering-proxy": "two real reverse proxies in front of the server, on TCP sockets",
     "websocket-bytes": "a WebSocket connection, which needs a TCP socket",
     "websocket-setup": "a WebSocket connection, which needs a TCP socket",

@@ -11,7 +11,8 @@ incrementally, so a UI can show each delta the moment its bytes arrive::
     reply = reader.close()
 
 A reply is ``complete`` only when the dialect's end marker arrived (``data:
-[DONE]``, or ``message_stop`` for Anthropic). A stream that simply stops is not
+[DONE]``, ``message_stop`` for Anthropic, ``response.completed`` or
+``response.incomplete`` for the Responses API). A stream that simply stops is not
 an answer that ended: that difference is what a dropped connection looks like.
 """
 

@@ -14,7 +14,12 @@ it adds, whether it ends the answer, and any finish reason, usage or error:
   (``stop_reason``, ``usage``) ... ``message_stop``; an ``error`` event on failure;
 - ``"eventsource"``: the browser flavour served at ``GET /v1/stream``: the lesson's
   ``{"delta": ...}`` with an ``id:`` per event, ending with ``event: done``
-  (whose data is ``[DONE]``).
+  (whose data is ``[DONE]``);
+- ``"responses"``: OpenAI's Responses API, typed events ``response.created`` ...
+  ``response.output_text.delta`` (text in ``delta``) ... ending with the final event
+  ``response.completed`` or ``response.incomplete`` (finish reason from
+  ``incomplete_details``, usage from the response); ``response.failed`` and ``error``
+  events are errors. No ``[DONE]`` (one after the final event changes nothing).
 
 Pure: json and lessonkit.sse only.
 """
@@ -29,7 +34,7 @@ from lessonkit.core.sse import Event
 
 __all__ = ["DIALECTS", "Step", "interpret"]
 
-DIALECTS = ("lesson", "openai", "anthropic", "eventsource")
+DIALECTS = ("lesson", "openai", "anthropic", "eventsource", "responses")
 
 _DONE = "[DONE]"
 _SHOWN_CHARS = 80  # how much of a bad event's data an error message quotes
@@ -168,11 +173,57 @@ def _eventsource(event: Event) -> Step:
     return _lesson(event)
 
 
+# Why a Responses API answer stopped early, as the other dialects' finish reasons say it.
+_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def _code_and_message(error: Any) -> str:
+    """Return "code: message" of a Responses API error (its type if it has no code)."""
+    if isinstance(error, dict):
+        code = error.get("code") or error.get("type")
+        return ": ".join(str(part) for part in (code, error.get("message")) if part)
+    return json.dumps(error)[:_SHOWN_CHARS]
+
+
+def _final_response(obj: dict, data: str) -> dict:
+    response = obj.get("response")
+    if not isinstance(response, dict):
+        raise _BadEvent(f'"response" should be an object, got data {_shown(data)}')
+    return response
+
+
+def _responses(event: Event) -> Step:
+    # This API sends no [DONE]; the Open Responses specification ends its streams with
+    # one after the final event. Either way it says nothing: the final event ended it.
+    if event.data.strip() == _DONE:
+        return Step()
+    obj = _object(event.data)
+    kind = obj.get("type", event.event)  # the SDK reads the type in the JSON, as here
+    if kind == "response.output_text.delta":  # only a message item's text part has these
+        return Step(delta=_text_or_none(obj.get("delta"), '"delta"', event.data))
+    if kind == "error":  # flat (code, message), or with the details under "error"
+        details = obj["error"] if isinstance(obj.get("error"), dict) else obj
+        return Step(error=f"server error: {_code_and_message(details)}")
+    if kind not in ("response.completed", "response.incomplete", "response.failed"):
+        return Step()  # created, in_progress, added, done, reasoning, ...: no answer text
+    response = _final_response(obj, event.data)
+    if kind == "response.failed":
+        return Step(error=f"response failed: {_code_and_message(response.get('error'))}")
+    usage = response.get("usage")
+    finish = "stop"
+    if kind == "response.incomplete":
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        finish = _INCOMPLETE.get(reason, reason) if isinstance(reason, str) else None
+    return Step(done=True, finish_reason=finish, usage=usage if isinstance(usage, dict) else None)
+
+
 _READERS = {
     "lesson": _lesson,
     "openai": _openai,
     "anthropic": _anthropic,
     "eventsource": _eventsource,
+    "responses": _responses,
 }
 
 

@@ -14,20 +14,25 @@ Each option of a stream is one concern, in one small frozen object:
     Timing(prefill_ms, per_token_ms, jitter_ms, seed)   when the model makes each token
     Envelope(model, created, response_id)               what names the response in its events
     OpenAIOptions(include_usage)                        the "openai" dialect's stream_options
-    EventSourceOptions(resume_after_id, retry_ms)       the "eventsource" dialect's reconnects
+    EventSourceOptions(resume_after_id, retry_ms, end_after_tokens)
+                                                        the "eventsource" dialect's reconnects
+    ResponsesOptions(max_output_tokens, fail_after_tokens)  the "responses" dialect's
+                                                        (its events: lessonkit.core.responses)
 
 Timing of the writes (virtual milliseconds after the request arrived):
 
 - The server sends its response headers at 0 ms and, in the dialects that
   have them, the opening events right away: the OpenAI role chunk
   (`delta: {"role": "assistant", "content": ""}`), Anthropic's `message_start`
-  and `content_block_start`, the `retry:` field of the eventsource flavour.
+  and `content_block_start`, the Responses API's `response.created` ...
+  `response.content_part.added`, the `retry:` field of the eventsource flavour.
   They carry no text, so time to first token is unchanged; the client just
   learns early that the stream has started.
 - Each token is written at the moment it is generated, `token_times_ms(...)[i]`.
 - The end events (OpenAI's final chunk, usage chunk and `[DONE]`, Anthropic's
   `content_block_stop` ... `message_stop`, the lesson's `[DONE]`) follow the last
-  token at the same `at_ms`: the model's end-of-sequence pass costs nothing
+  token at the same `at_ms` (the Responses API's `response.failed` after the last
+  token sent, when a failure is injected): the model's end-of-sequence pass costs nothing
   extra here (a real model spends one more pass on it before it can report
   `stop`; the lesson's simulation, and so this course, counts it as free).
   With no tokens at all they go at `prefill_ms`.
@@ -49,8 +54,9 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lessonkit.core import network, sse
+from lessonkit.core import network, responses, sse, wordbank
 from lessonkit.core.dialects import DIALECTS
+from lessonkit.core.responses import ResponsesOptions
 
 __all__ = [
     "DIALECTS",
@@ -61,6 +67,7 @@ __all__ = [
     "Envelope",
     "EventSourceOptions",
     "OpenAIOptions",
+    "ResponsesOptions",
     "Timing",
     "answer_for",
     "blocking_body",
@@ -135,70 +142,11 @@ class Answer:
 
 
 # ---------------------------------------------------------------------------
-# The word bank: short sentences about orders, shipping and streaming.
-
-_PARCELS = ["Your order", "The parcel", "Your package", "The replacement", "The second box"]
-_SHIP_VERBS = [
-    "ships",
-    "leaves the warehouse",
-    "reaches the depot",
-    "arrives",
-    "is packed",
-    "goes to the courier",
-]
-_WHEN = [
-    "on Monday",
-    "on Tuesday",
-    "on Friday",
-    "within two days",
-    "before noon",
-    "early next week",
-    "once the label is printed",
-    "by the weekend",
-]
-_PLACES = [
-    "in Zürich",
-    "in Malmö",
-    "in São Paulo",
-    "in Kraków",
-    "at the café on the corner",
-    "at the local depot",
-    "at the post office",
-]
-_STREAM_SUBJECTS = ["Each token", "The next word", "Every event", "The answer", "The first piece"]
-_STREAM_VERBS = [
-    "reaches your screen",
-    "travels over one open connection",
-    "is flushed to the network",
-    "arrives as a small data event",
-    "shows up in the chat window",
-]
-_HOW = [
-    "as soon as it exists",
-    "a few milliseconds later",
-    "without waiting for the rest",
-    "while the model keeps writing",
-    "one piece at a time",
-]
-
-
-def _sentence(rng: random.Random) -> str:
-    """Return one readable sentence drawn from the word bank."""
-    kind = rng.randrange(5)
-    if kind == 0:
-        return f"{rng.choice(_PARCELS)} {rng.choice(_SHIP_VERBS)} {rng.choice(_WHEN)}."
-    if kind == 1:
-        return f"You can follow the parcel {rng.choice(_PLACES)} with the tracking link."
-    if kind == 2:
-        return f"{rng.choice(_STREAM_SUBJECTS)} {rng.choice(_STREAM_VERBS)} {rng.choice(_HOW)}."
-    if kind == 3:
-        days = rng.randint(2, 14)
-        return f"If nobody is home, the courier keeps your parcel {rng.choice(_PLACES)} for {days} days."
-    return f"We will write to you when your order {rng.choice(_SHIP_VERBS)}, {rng.choice(_WHEN)} at the latest."
+# Answers: the running example, or sentences from the word bank (lessonkit.core.wordbank).
 
 
 def _sentence_tokens(rng: random.Random, first: bool) -> list[str]:
-    text = _sentence(rng)
+    text = wordbank.sentence(rng)
     return tokenize(text if first else " " + text)
 
 
@@ -327,8 +275,8 @@ class Timing:
 class Envelope:
     """What names one response in its events: the model, when it was created, its id.
 
-    With response_id None the id is made from the answer's text ("chatcmpl-sim..."
-    or "msg_sim..."), so the same answer always gets the same id.
+    With response_id None the id is made from the answer's text ("chatcmpl-sim...",
+    "msg_sim..." or "resp_sim..."), so the same answer always gets the same id.
     """
 
     model: str = "lessonkit-sim"
@@ -340,7 +288,10 @@ class Envelope:
         if self.response_id is not None:
             return self.response_id
         digest = f"{zlib.crc32(answer.text.encode('utf-8')):08x}"
-        return f"msg_sim{digest}" if dialect == "anthropic" else f"chatcmpl-sim{digest}"
+        return _ID_PREFIXES.get(dialect, "chatcmpl-sim") + digest
+
+
+_ID_PREFIXES = {"anthropic": "msg_sim", "responses": "resp_sim"}
 
 
 @dataclass(frozen=True)
@@ -352,14 +303,19 @@ class OpenAIOptions:
 
 @dataclass(frozen=True)
 class EventSourceOptions:
-    """The "eventsource" dialect's options: where a reconnect resumes, and the retry: it sets.
+    """The "eventsource" dialect's options: where a reconnect resumes, the retry: it sets,
+    and where the body ends early.
 
     resume_after_id is the Last-Event-ID (a token index, int or digits): the
     stream then starts with the token after it. retry_ms None sends no retry: field.
+    end_after_tokens N ends the body cleanly once the answer's first N tokens are
+    sent, with no `done` event: an EventSource reconnects, and the reconnect (which
+    resumes at token N or later) is not cut again. None sends the whole answer.
     """
 
     resume_after_id: int | str | None = None
     retry_ms: int | None = 3000
+    end_after_tokens: int | None = None
 
     def __post_init__(self) -> None:
         _resume_index(self.resume_after_id)  # refuse a bad id now, with its own message
@@ -368,16 +324,31 @@ class EventSourceOptions:
             isinstance(retry_ms, bool) or not isinstance(retry_ms, int) or retry_ms < 0
         ):
             raise ValueError(f"retry_ms must be a whole number of ms or None, got {retry_ms!r}")
+        end = self.end_after_tokens
+        if end is not None and (isinstance(end, bool) or not isinstance(end, int) or end < 1):
+            raise ValueError(f"end_after_tokens must be a whole number, 1 or more, got {end!r}")
 
     def first_index(self, n_tokens: int) -> int:
         """Return the index of the first token to send (Last-Event-ID k: token k + 1)."""
         return min(_resume_index(self.resume_after_id), n_tokens)
 
+    def end_index(self, n_tokens: int) -> int:
+        """Return the index after the last token to send: n_tokens, or end_after_tokens
+        if the body ends early on this connection (it starts before that token)."""
+        end = self.end_after_tokens
+        if end is None or end <= self.first_index(n_tokens):
+            return n_tokens
+        return min(end, n_tokens)
 
-DialectOptions = OpenAIOptions | EventSourceOptions
+
+DialectOptions = OpenAIOptions | EventSourceOptions | ResponsesOptions
 
 # Which dialect each options class belongs to; the others take none.
-_OPTIONS_FOR = {"openai": OpenAIOptions, "eventsource": EventSourceOptions}
+_OPTIONS_FOR = {
+    "openai": OpenAIOptions,
+    "eventsource": EventSourceOptions,
+    "responses": ResponsesOptions,
+}
 
 
 # ---------------------------------------------------------------------------
@@ -454,10 +425,16 @@ class _Plan:
     envelope: Envelope
     rid: str
     options: DialectOptions | None
+    end_index: int | None = None  # the body ends before this token (None: the whole answer)
 
     @property
     def tokens(self) -> tuple[str, ...]:
-        return self.answer.tokens[self.first_index :]
+        return self.answer.tokens[self.first_index : self.end_index]
+
+    @property
+    def ends_early(self) -> bool:
+        """True if the body ends before the answer does (no end events are sent)."""
+        return self.end_index is not None and self.end_index < len(self.answer.tokens)
 
 
 Writes = tuple[list[bytes], list[bytes], list[bytes]]
@@ -471,9 +448,10 @@ def _lesson_writes(plan: _Plan, *, with_ids: bool = False, retry_ms: int | None 
         # dispatches nothing (an empty data: line would dispatch "").
         opening.append(f"retry: {retry_ms}\n\n".encode())
     tokens = plan.tokens
+    last = len(plan.answer.tokens) - 1
     for offset, token in enumerate(tokens):
         payload: dict = {"delta": token}
-        if offset == len(tokens) - 1:
+        if plan.first_index + offset == last:
             payload["finish_reason"] = plan.answer.finish_reason  # the last token says why
         event_id = str(plan.first_index + offset) if with_ids else None
         per_token.append(sse.encode(_json(payload), id=event_id))
@@ -484,6 +462,8 @@ def _lesson_writes(plan: _Plan, *, with_ids: bool = False, retry_ms: int | None 
         last_id = str(max(plan.first_index - 1, 0)) if with_ids else None
         finish = {"delta": "", "finish_reason": plan.answer.finish_reason}
         closing.append(sse.encode(_json(finish), id=last_id))
+    if plan.ends_early:
+        return opening, per_token, []  # the body just ends: no done event
     if with_ids:
         closing.append(sse.encode("[DONE]", event="done", id=str(len(plan.answer.tokens))))
     else:
@@ -560,12 +540,21 @@ def _anthropic_writes(plan: _Plan) -> Writes:
     return opening, per_token, closing
 
 
+def _responses_writes(plan: _Plan) -> Writes:
+    """The Responses API's typed events (lessonkit.core.responses)."""
+    assert isinstance(plan.options, ResponsesOptions)
+    envelope = plan.envelope
+    return responses.writes(plan.answer, rid=plan.rid, created_at=envelope.created,
+                            model=envelope.model, options=plan.options)  # fmt: skip
+
+
 # Each dialect's writer, as h11 keeps its readers in a table.
 _WRITERS = {
     "lesson": _lesson_writes,
     "eventsource": _eventsource_writes,
     "openai": _openai_writes,
     "anthropic": _anthropic_writes,
+    "responses": _responses_writes,
 }
 
 
@@ -586,13 +575,16 @@ def stream_writes(
     lesson's events with `id: <token index>`, a leading `retry:` and a final
     `event: done`). In "lesson" and "eventsource" the last token's event also
     carries "finish_reason". Anthropic always reports usage.
+    "responses": the Responses API's typed events (lessonkit.core.responses), with
+    ResponsesOptions(max_output_tokens=..., fail_after_tokens=...) as its options.
 
     `timing` says when each token is made, `envelope` what names the response,
     `options` is the dialect's own: OpenAIOptions(include_usage=...) for
     "openai", EventSourceOptions(resume_after_id=..., retry_ms=...) for
     "eventsource". A resume skips tokens 0..resume_after_id: the server reads
     the prompt plus the text already sent (a new prefill) and generates the
-    rest, so the reconnect has no gap and no duplicate. `heartbeat_ms` adds
+    rest, so the reconnect has no gap and no duplicate; end_after_tokens ends
+    the body early, with no end events. `heartbeat_ms` adds
     `: ping` comments in any dialect. See the module docstring for when each
     write happens.
     """
@@ -602,12 +594,15 @@ def stream_writes(
         raise ValueError(
             f"heartbeat_ms must be a positive number of ms or None, got {heartbeat_ms!r}"
         )
-    first_index = 0
+    first_index, end_index = 0, len(answer.tokens)
     if isinstance(options, EventSourceOptions):
         first_index = options.first_index(len(answer.tokens))
-    times = timing.token_times_ms(len(answer.tokens) - first_index)
-    plan = _Plan(answer, first_index, envelope, envelope.id_for(answer, dialect), options)
+        end_index = options.end_index(len(answer.tokens))
+    times = timing.token_times_ms(end_index - first_index)
+    rid = envelope.id_for(answer, dialect)
+    plan = _Plan(answer, first_index, envelope, rid, options, end_index)
     opening, per_token, closing = _WRITERS[dialect](plan)
+    times = times[: len(per_token)]  # a stream that fails part way sends fewer tokens
     end_ms = times[-1] if times else float(timing.prefill_ms)
     schedule = [(0.0, data) for data in opening]
     schedule += list(zip(times, per_token, strict=True))
@@ -647,15 +642,19 @@ def blocking_body(
     *,
     timing: Timing = Timing(),
     envelope: Envelope = Envelope(),
+    options: ResponsesOptions | None = None,
 ) -> tuple[float, bytes]:
     """Return (at_ms when the whole answer exists, the JSON body of a non-streaming reply).
 
-    "openai": a chat.completion object; "anthropic": a message object;
+    "openai": a chat.completion object; "anthropic": a message object; "responses":
+    a Response object (`options`: ResponsesOptions, the only dialect with options here);
     "lesson": {"text", "finish_reason", "usage"}. Nothing can be sent before
     the last token is generated: at_ms = prefill_ms + n_tokens * per_token_ms
     (later with jitter: the last token's time).
     """
     _check_dialect(dialect)
+    if options is not None and dialect != "responses":
+        raise ValueError(f"a blocking reply takes options only in 'responses', not {dialect!r}")
     at_ms = timing.done_ms(len(answer.tokens))
     rid = envelope.id_for(answer, dialect)
     created, model = envelope.created, envelope.model
@@ -689,6 +688,12 @@ def blocking_body(
                 "output_tokens": answer.completion_tokens,
             },
         }
+    elif dialect == "responses":
+        options = options or ResponsesOptions()
+        body = responses.response_object(answer, rid=rid, created_at=created, model=model,
+                                         options=options)  # fmt: skip
+        if options.fails(len(answer.tokens)):  # the failure comes with its last token
+            at_ms = timing.done_ms(options.fail_after_tokens or 0)
     elif dialect == "lesson":
         body = {"text": answer.text, "finish_reason": answer.finish_reason, "usage": answer.usage()}
     else:

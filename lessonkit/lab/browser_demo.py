@@ -3,7 +3,7 @@
     server = start_server(prefill_ms=300, per_token_ms=120)  # once per kernel, lives with it
     demo = BrowserStreamDemo(server)                         # the widget: two panels
     demo                                                     # (display it)
-    print(demo.browser_report())                             # next cell: what the page got
+    demo.browser_report()                                    # next cell: what the page got
 
 The kernel runs the course's local streaming server on a Unix socket in this user's
 private folder (lessonkit.serve.demo_socket), not on a TCP port: on a shared machine
@@ -37,8 +37,9 @@ Each panel has ``.lk-text`` (one ``span.lk-token`` per token), ``.lk-status``
 ("streaming", then "done") and ``.lk-timing``. A cell that runs cannot read widget
 messages (the kernel handles them between cells), so the page also POSTs what each
 panel received to the kernel's server, which runs in a thread: ``browser_report()``
-waits for that. Headless (nbconvert, nbval) no JavaScript runs; ``describe`` gives the
-static story.
+waits for that. In the browser kernel nothing can wait for them: the report there fills
+itself in once they arrive. Headless (nbconvert, nbval) no JavaScript runs;
+``describe`` gives the static story.
 """
 
 from __future__ import annotations
@@ -58,12 +59,14 @@ from urllib.parse import urlsplit
 
 import anywidget
 import httpx
+import ipywidgets as widgets
 import traitlets
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from lessonkit.core import llm
 from lessonkit.lab import in_page
+from lessonkit.lab.eventsource_life import StreamLog
 from lessonkit.serve import demo_socket
 from lessonkit.serve.app import create_app
 from lessonkit.serve.checks import Settings
@@ -140,29 +143,50 @@ class PanelReport:
         return f"{', '.join(parts)}: {self.text!r}"
 
 
+# In the browser kernel the page's reports wait behind the running cell (see
+# BrowserStreamDemo.browser_report): what the report says until they arrive.
+WAITING_IN_PAGE = (
+    "Waiting for your page's report. In this edition the kernel runs in your browser tab"
+    " and reads the page's messages only between cells, so none reached it while this"
+    " cell ran. This output fills itself in when they arrive (under Run All: once the"
+    " last cell has run)."
+)
+
+
 @dataclass(frozen=True)
 class BrowserReport:
     """What the page reported for each panel (empty when no browser showed the demo)."""
 
     panels: dict[str, PanelReport]
-    outcome: str  # "finished", "no browser" or "still streaming"
+    outcome: str  # "finished", "no browser", "still streaming" or "waiting for the page"
     waited_s: float
+    in_page: bool = False  # the zero-install edition: widget messages carried the requests
 
     def __str__(self) -> str:
         if not self.panels:
+            if self.in_page:
+                return WAITING_IN_PAGE
             return (
                 "Nothing to report: no browser showed the demo above (nothing reported back"
                 f" within {self.waited_s:.0f} s). Run these cells in JupyterLab to see what"
                 " your own page receives."
             )
         some = next(iter(self.panels.values()))
-        path = urlsplit(some.url).path
-        lines = [f"What your browser received (run {some.run}, through {path.split('/v1/')[0]}/):"]
+        if self.in_page:
+            through = "widget messages between your page and this kernel: no network here"
+        else:
+            through = f"{urlsplit(some.url).path.split('/v1/')[0]}/"
+        lines = [f"What your browser received (run {some.run}, through {through}):"]
         for kind, report in self.panels.items():
             lines.append(f"  {PANEL_NAMES[kind]:<11}: {report.summary()}")
         if self.outcome == "still streaming":
             lines.append(f"(still streaming after {self.waited_s:.0f} s)")
+        if self.outcome == "waiting for the page":
+            lines.append("(not finished yet: this output fills itself in as the page reports)")
         return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, _cycle: bool) -> None:
+        printer.text(str(self))  # a cell ending in browser_report() shows the text
 
 
 def _panel_report(body: Any) -> tuple[str, PanelReport]:
@@ -252,6 +276,7 @@ class DemoServer:
     ) -> None:
         self.settings = Settings.from_options(prefill_ms=prefill_ms, per_token_ms=per_token_ms)
         self.reports = ReportBook()
+        self.stream_log = StreamLog()  # the life-cycle panel's requests (lab.eventsource_life)
         self.socket_name = demo_socket.new_socket_name()
         self._background: BackgroundServer | None = None
         self._lock = threading.Lock()
@@ -259,7 +284,9 @@ class DemoServer:
         # requests and the app runs on the kernel's own event loop when one comes.
         self.in_page = sys.platform == "emscripten" if in_page is None else in_page
         self.page_app: Any = (
-            self._with_report_route(create_app(self.settings)) if self.in_page else None
+            self._with_report_route(self.stream_log.wrap(create_app(self.settings)))
+            if self.in_page
+            else None
         )
 
     @property
@@ -287,7 +314,9 @@ class DemoServer:
                 return False
             app = create_app(self.settings)
             self._background = _serve_on_socket(
-                self._with_report_route(app), self.socket_name, app.state.lessonkit.hang_up_all
+                self._with_report_route(self.stream_log.wrap(app)),
+                self.socket_name,
+                app.state.lessonkit.hang_up_all,
             )
             return True
 
@@ -470,6 +499,7 @@ class BrowserStreamDemo(anywidget.AnyWidget):
             else None
         )
         self._created = time.monotonic()
+        self._live_reports: list[Any] = []  # browser_report()'s outputs still filling in
         if self._server is not None:
             self._server.reports.register(self.demo_id)
         self.add_class("lk-browser-demo-widget")
@@ -491,17 +521,21 @@ class BrowserStreamDemo(anywidget.AnyWidget):
                 self._server.reports.record(demo, report)
             except (ValueError, LookupError) as error:
                 self.send({"type": "report-refused", "error": str(error)})
+                return
+            self._fill_in_live_reports()
             return
         if self._server is not None and content == {"type": "ensure-server"}:
             if self._server.ensure_running():  # on the same socket: the page's URLs hold
                 self.send({"type": "server-restarted"})
 
-    def browser_report(self, *, grace_s: float = 5.0, timeout_s: float = 30.0) -> BrowserReport:
+    def browser_report(self, *, grace_s: float = 5.0, timeout_s: float = 30.0) -> Any:
         """Return what the page received, once every panel's latest run has finished.
 
         If no page has reported `grace_s` seconds after the widget was made, no
         browser shows it (a headless run): the report is empty. A run still going
-        after `timeout_s` is reported as it stands.
+        after `timeout_s` is reported as it stands. In the browser kernel it returns at
+        once, with an output that fills itself in if the page has not reported yet
+        (_report_in_page says why it cannot wait).
         """
         if self._server is None:
             raise ValueError(
@@ -510,7 +544,7 @@ class BrowserStreamDemo(anywidget.AnyWidget):
             )
         book, started = self._server.reports, time.monotonic()
         if self._server.in_page:
-            return self._report_in_page(grace_s=grace_s, timeout_s=timeout_s)
+            return self._report_in_page()
         with book.changed:
             while True:
                 panels = book.latest(self.demo_id)
@@ -524,24 +558,43 @@ class BrowserStreamDemo(anywidget.AnyWidget):
                     return BrowserReport(_in_order(panels), "still streaming", now - started)
                 book.changed.wait(timeout=0.25)
 
-    def _report_in_page(self, *, grace_s: float, timeout_s: float) -> BrowserReport:
-        """browser_report() in the browser kernel: no thread, so it waits by pausing Python.
+    def _report_in_page(self) -> Any:
+        """browser_report() in the browser kernel: what reached the kernel, and the rest later.
 
-        The page's reports arrive as widget messages, which the kernel handles only while
-        this cell lets it (in_page.pause: the event loop runs while Python waits). Where
-        Python cannot pause, the reports that have arrived so far are all there is.
+        That kernel handles one message at a time, so the page's reports, widget messages,
+        wait behind the running cell (under Run All, behind every cell left to run):
+        nothing makes them arrive while this cell runs. So this returns at once: the
+        report, if every panel's run has reached the kernel; else an output that says so
+        and fills itself in as the reports arrive (_fill_in_live_reports).
         """
-        book, started = self._server.reports, time.monotonic()  # type: ignore[union-attr]
-        while True:
-            panels = book.latest(self.demo_id)
-            now = time.monotonic()
-            if panels and set(panels) >= set(self.panels):
-                if all(p.finished for p in panels.values()):
-                    return BrowserReport(_in_order(panels), "finished", now - started)
-            elif now - self._created > grace_s:
-                return BrowserReport({}, "no browser", now - started)
-            if now - started > timeout_s or not in_page.pause(0.25):
-                return BrowserReport(_in_order(panels), "still streaming", now - started)
+        report = self._in_page_report()
+        if report.outcome == "finished":
+            return report
+        from lessonkit.lab.binding import monospace
+
+        live = widgets.HTML(monospace(str(report)))
+        live.add_class("lk-browser-report")
+        self._live_reports.append(live)
+        return live
+
+    def _in_page_report(self) -> BrowserReport:
+        panels = self._server.reports.latest(self.demo_id)  # type: ignore[union-attr]
+        done = bool(panels) and set(panels) >= set(self.panels)
+        done = done and all(p.finished for p in panels.values())
+        outcome = "finished" if done else "waiting for the page"
+        return BrowserReport(_in_order(panels), outcome, 0.0, in_page=True)
+
+    def _fill_in_live_reports(self) -> None:
+        """Write the latest report into browser_report()'s outputs that wait for it."""
+        if not self._live_reports:
+            return
+        from lessonkit.lab.binding import monospace
+
+        report = self._in_page_report()
+        for live in self._live_reports:
+            live.value = monospace(str(report))
+        if report.outcome == "finished":
+            self._live_reports.clear()
 
     def __repr__(self) -> str:
         # The plain-text twin of the widget: stable across runs (no address, no port).
@@ -576,13 +629,34 @@ def _in_order(panels: dict[str, PanelReport]) -> dict[str, PanelReport]:
 ROUTED = "<Jupyter base URL>lessonkit/demo/<name>"
 
 
-def describe(base_url: str = ROUTED, prompt: str = llm.RUNNING_PROMPT) -> str:
+def describe(
+    base_url: str = ROUTED, prompt: str = llm.RUNNING_PROMPT, *, in_page: bool | None = None
+) -> str:
     """Return the static description of what the browser demo does (for headless runs).
 
     The default base_url is the routed path with placeholders, so the text is the
-    same on every run and every machine.
+    same on every run and every machine. In the browser kernel (``in_page``, by
+    default when the kernel runs there) it describes that edition's way instead:
+    widget messages, no Jupyter server, no socket.
     """
     answer = llm.answer_for(prompt).text
+    if sys.platform == "emscripten" if in_page is None else in_page:
+        return "\n".join(
+            [
+                "In this page the widget above runs two readers, and the kernel they read runs",
+                "in this tab too: this edition has no Jupyter server and no socket. Each",
+                "request goes to the kernel as a widget message; the kernel runs the course's",
+                "server app and sends each piece of the answer back as a widget message the",
+                "moment the app writes it:",
+                "  EventSource : the same GET /v1/stream?prompt=..., read by EventSource's rules",
+                "                in JavaScript (an EventSource object can only open a URL, and",
+                "                no URL leads to this kernel); closed on the 'done' event.",
+                "  fetch       : a Response built from those messages, its body a stream, read",
+                "                with getReader() and decoder.decode(bytes, {stream: true}),",
+                "                [DONE] checked before JSON.parse, as in JupyterLab.",
+                f"Both panels fill in token by token with {answer!r} and then show 'done'.",
+            ]
+        )
     return "\n".join(
         [
             "In a live JupyterLab page the widget above runs two readers in your browser.",

@@ -20,9 +20,6 @@ body is a ReadableStream (browser_demo.js), read by the panels' usual code.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -109,19 +106,3 @@ class PageRequests:
         finally:
             self._gone.pop(request_id, None)
             self._send({"type": "response-end", "id": request_id, "error": error})
-
-
-def pause(seconds: float) -> bool:
-    """Let the kernel's event loop run for `seconds` while this cell waits; False if it cannot.
-
-    In the browser kernel a cell can wait only by pausing Python (pyodide.ffi.run_sync,
-    WebAssembly JSPI); elsewhere a plain sleep (a thread does the work there).
-    """
-    if sys.platform != "emscripten":
-        time.sleep(seconds)
-        return True
-    ffi = importlib.import_module("pyodide.ffi")  # the browser kernel's runtime itself
-    if not ffi.can_run_sync():
-        return False
-    ffi.run_sync(asyncio.sleep(seconds))
-    return True

@@ -1,9 +1,9 @@
 """Lesson 02, SSE on the wire: the state behind its tables, inspector and walkthrough.
 
     sse_field_rows, field_rows_text        the standard fields, encoded and decoded back
-    wire_rows, row_summary, wire_rows_text the wire inspector (lesson / openai / anthropic)
-      wire_readouts
-    final_events, side_by_side             the end of the stream: [DONE] vs message_stop
+    wire_rows, row_summary, wire_rows_text the wire inspector (lesson / openai / anthropic /
+      wire_readouts                          responses)
+    final_events, side_by_side             the end of the stream: [DONE] vs named final events
     screens_after                          deltas append, never replace
     walkthrough_steps, walk_step_text      one streamed answer, end to end, in five steps
       walkthrough_readouts
@@ -24,7 +24,7 @@ from lessonkit.core.framing import encode_chunked, request_bytes
 from lessonkit.lab import views
 from lessonkit.lab.views import event_text, show_newlines
 
-DIALECTS = ("lesson", "openai", "anthropic")
+DIALECTS = ("lesson", "openai", "anthropic", "responses")
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,9 @@ def row_summary(row: WireRow) -> str:
             notes.append(f"error {step.error!r}")
     if not row.events:
         notes.append("no event (comment or unfinished)")
+    named = [event.event for event in row.events if event.event != "message"]
+    if not notes and named:  # a named event without new text: say which
+        return f"no new text ({', '.join(named)})"
     return "; ".join(notes) or "no text (bookkeeping event)"
 
 
@@ -147,7 +150,7 @@ def wire_rows_text(rows: Iterable[WireRow], *, max_bytes: int = 90) -> str:
 
 
 def dialect_rows(prompt: str = llm.RUNNING_PROMPT) -> dict[str, list[WireRow]]:
-    """Return wire_rows(dialect, prompt) for each of the three dialects, by name."""
+    """Return wire_rows(dialect, prompt) for each of the inspector's dialects, by name."""
     return {dialect: wire_rows(dialect, prompt) for dialect in DIALECTS}
 
 
@@ -192,13 +195,14 @@ def final_events(rows: Iterable[WireRow]) -> dict[str, object]:
 def side_by_side(
     prompt: str = llm.RUNNING_PROMPT, *, last: int = 4, include_usage: bool = True
 ) -> dict[str, list[WireRow]]:
-    """Return the last `last` writes of the OpenAI and Anthropic streams, by dialect.
+    """Return the last `last` writes of the Chat Completions, Responses and Anthropic streams.
 
-    The OpenAI stream is requested with stream_options.include_usage (on by default
-    here), so its end carries token usage as Anthropic's always does.
+    The Chat Completions stream ("openai") is requested with stream_options.include_usage
+    (on by default here), so its end carries token usage as the other two always do.
     """
     return {
         "openai": wire_rows("openai", prompt, include_usage=include_usage)[-last:],
+        "responses": wire_rows("responses", prompt)[-last:],
         "anthropic": wire_rows("anthropic", prompt)[-last:],
     }
 

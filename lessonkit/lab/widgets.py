@@ -175,9 +175,9 @@ def wire_inspector(dialect: str = "openai", index: int = 1) -> Explorer:
         [choice, write, meaning, screen, view],
         css_class="lk-wire-inspector",
         title="wire inspector",
-        what="Pick a dialect (lesson, openai, anthropic) and step through its writes: the bytes,"
-        f" what each write means, the screen after it. As text, the {dialect} stream up to the"
-        " write it opens on:",
+        what="Pick a dialect (lesson, openai, anthropic, responses) and step through its writes:"
+        " the bytes, what each write means, the screen after it. As text, the"
+        f" {dialect} stream up to the write it opens on:",
         text=readouts(dialect, index)["text"],
     )
 

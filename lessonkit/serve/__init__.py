@@ -5,7 +5,8 @@ time. Never lessonkit.lab or lessonkit.grading. The Jupyter server's extensions
 (jupyter_route, jupyter_culling, and demo_socket, which they use) import only the
 standard library, tornado, jupyter_server, jupyter_core and httpx.
 
-    app         the routes: OpenAI- and Anthropic-compatible endpoints, GET /v1/stream, stats
+    app         the routes: OpenAI- (Chat Completions, Responses) and Anthropic-compatible
+                endpoints, GET /v1/stream, stats
     checks      what a request may ask for, and the 4xx JSON errors it gets otherwise
     state       what one server shares between requests: settings, counters, live streams
     pacing      the timed streaming loop: Pacer and TimedResponse play (at_ms, bytes) writes;

@@ -4,6 +4,7 @@ Endpoints (docs/learning.md, "The local server", lists them with their options):
 
     POST /v1/chat/completions   OpenAI-compatible, streaming and not
     POST /v1/messages           Anthropic-compatible, streaming and not
+    POST /v1/responses          OpenAI Responses API, streaming and not (+ fail_after_tokens)
     GET  /v1/stream             plain SSE for the browser's EventSource (id:, retry:, resume)
     GET  /v1/models             the one model this server pretends to be
     GET  /v1/stats              counters: active_streams, tokens_generated, ...
@@ -33,10 +34,12 @@ from starlette.types import Receive, Scope, Send
 
 from lessonkit.core import llm, network
 from lessonkit.serve.checks import (
+    ENDING_PARAMETERS,
     BadRequest,
     Pace,
     Settings,
     error_response,
+    input_text,
     json_field,
     last_user_text,
     message_text,
@@ -44,6 +47,7 @@ from lessonkit.serve.checks import (
     query_number,
     read_json_body,
     read_pace,
+    read_stream_ending,
 )
 from lessonkit.serve.pacing import TimedResponse
 from lessonkit.serve.state import ServerState, timing_for
@@ -132,15 +136,16 @@ def _stream(
     dialect: str,
     envelope: llm.Envelope,
     options: llm.DialectOptions | None = None,
+    headers: list[tuple[bytes, bytes]] | None = None,
 ) -> TimedResponse:
     """Return a streamed answer (after a resume: the tokens not sent yet)."""
     timing = timing_for(pace, state.settings)
     writes = llm.stream_writes(answer, dialect, timing=timing, envelope=envelope, options=options)
-    first = 0
+    first, end = 0, len(answer.tokens)
     if isinstance(options, llm.EventSourceOptions):
-        first = options.first_index(len(answer.tokens))
-    times = timing.token_times_ms(len(answer.tokens) - first)
-    return _timed(state, request, times, pace, writes, list(STREAM_HEADERS))
+        first, end = options.first_index(len(answer.tokens)), options.end_index(len(answer.tokens))
+    times = timing.token_times_ms(end - first)
+    return _timed(state, request, times, pace, writes, list(headers or STREAM_HEADERS))
 
 
 def _blocking(
@@ -150,10 +155,13 @@ def _blocking(
     pace: Pace,
     dialect: str,
     envelope: llm.Envelope,
+    options: llm.ResponsesOptions | None = None,
 ) -> TimedResponse:
     """Return a non-streaming answer: one JSON body, due when the last token exists."""
     timing = timing_for(pace, state.settings)
-    at_ms, body = llm.blocking_body(answer, dialect, timing=timing, envelope=envelope)
+    at_ms, body = llm.blocking_body(
+        answer, dialect, timing=timing, envelope=envelope, options=options
+    )
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
@@ -215,10 +223,17 @@ async def event_stream(request: Request) -> TimedResponse | Response:
     the last id it saw in the ``Last-Event-ID`` header (``?last_event_id=`` works too,
     for clients that cannot set headers); the answer then continues with the next
     token, so nothing is missing and nothing is repeated.
+
+    For lesson 03's EventSource life cycle (lessonkit.serve.checks.read_stream_ending):
+    ``retry=N`` or ``retry=none`` sets the retry: field, ``end_after_tokens=N`` ends the
+    body cleanly after N tokens (EventSource reconnects), and a reconnect gets
+    ``reconnect_status`` (204 or 400-599) or a stream labelled ``reconnect_content_type``:
+    either ends an EventSource for good.
     """
     state: ServerState = request.app.state.lessonkit
     query = request.query_params
     pace = read_pace(query, state.settings)
+    ending = read_stream_ending(query, state.settings)
     prompt = query.get("prompt") or llm.RUNNING_PROMPT
     max_tokens = query_number(query, "max_tokens", integer=True, low=1)
     dialect = query.get("dialect", "eventsource")
@@ -237,15 +252,76 @@ async def event_stream(request: Request) -> TimedResponse | Response:
     answer = llm.answer_for(prompt, max_tokens=max_tokens)
     envelope = llm.Envelope(model=state.settings.model)
     if dialect == "lesson":
+        asked = [name for name in ENDING_PARAMETERS if query.get(name)]
+        if asked:
+            raise BadRequest(
+                f"Query parameter {asked[0]!r} applies to the EventSource stream only; "
+                "leave out dialect=lesson",
+                param=asked[0],
+            )
         return _stream(state, request, answer, pace, dialect, envelope)
-    if resume_after_id is not None and resume_after_id >= len(answer.tokens):
-        # The client already saw the final event (its id is the token count). Any answer
-        # other than 200 with text/event-stream makes EventSource give up instead of
-        # reconnecting (the spec's "fail the connection"); 204 No Content also says
-        # plainly that nothing is left to send.
-        return Response(status_code=204)
-    resume = llm.EventSourceOptions(resume_after_id, retry_ms=state.settings.retry_ms)
-    return _stream(state, request, answer, pace, dialect, envelope, resume)
+    headers = STREAM_HEADERS
+    if resume_after_id is not None:  # a reconnect
+        if ending.reconnect_status == 204:
+            return Response(status_code=204)
+        if ending.reconnect_status is not None:
+            message = (
+                f"reconnect_status={ending.reconnect_status} asked for this answer to a "
+                "reconnect: a status other than 200 ends an EventSource for good"
+            )
+            return error_response(request.url.path, ending.reconnect_status, message)
+        if ending.reconnect_content_type is not None:
+            # The same events, labelled as something else: EventSource refuses them. With
+            # nosniff the browser takes the label as sent, at once (the Jupyter server adds
+            # it to what the course's route relays, too); without it Chromium first reads a
+            # text/plain body to its end, to guess what it is.
+            content_type = ending.reconnect_content_type.encode("ascii")
+            headers = [
+                (b"content-type", content_type),
+                (b"x-content-type-options", b"nosniff"),
+                *STREAM_HEADERS[1:],
+            ]
+        elif resume_after_id >= len(answer.tokens):
+            # The client already saw the final event (its id is the token count). Any
+            # answer other than 200 with text/event-stream makes EventSource give up
+            # instead of reconnecting (the spec's "fail the connection"); 204 No Content
+            # also says plainly that nothing is left to send.
+            return Response(status_code=204)
+    resume = llm.EventSourceOptions(
+        resume_after_id, retry_ms=ending.retry_ms, end_after_tokens=ending.end_after_tokens
+    )
+    return _stream(state, request, answer, pace, dialect, envelope, resume, headers)
+
+
+async def responses_api(request: Request) -> TimedResponse:
+    """POST /v1/responses: the OpenAI Responses API, streaming or not.
+
+    ``max_output_tokens`` ends the answer with ``response.incomplete``. The query
+    parameter ``fail_after_tokens=N`` (beside the other faults) makes the model fail
+    after N tokens: the stream ends with ``response.failed``, and the non-streamed
+    Response has status "failed".
+    """
+    state: ServerState = request.app.state.lessonkit
+    pace = read_pace(request.query_params, state.settings)
+    fail_after = query_number(request.query_params, "fail_after_tokens", integer=True)
+    body = await read_json_body(request, state.settings.max_body_bytes)
+    json_field(body, "model", (str,), required=True)
+    if body.get("input") is None:
+        raise BadRequest("Missing required parameter: 'input'", param="input")
+    prompt = input_text(body["input"])
+    json_field(body, "instructions", (str,))
+    stream = json_field(body, "stream", (bool,)) or False
+    max_output_tokens = positive_int(body, "max_output_tokens")
+    stream_options = json_field(body, "stream_options", (dict,)) or {}
+    json_field(stream_options, "include_obfuscation", (bool,))  # checked; never padded here
+    answer = llm.answer_for(prompt, max_tokens=max_output_tokens)
+    options = llm.ResponsesOptions(max_output_tokens, fail_after_tokens=fail_after)
+    envelope = llm.Envelope(
+        model=state.settings.model, created=int(time.time()), response_id=state.next_id("resp_")
+    )
+    if stream:
+        return _stream(state, request, answer, pace, "responses", envelope, options)
+    return _blocking(state, request, answer, pace, "responses", envelope, options)
 
 
 async def models(request: Request) -> JSONResponse:
@@ -302,6 +378,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/responses", responses_api, methods=["POST"]),
         Route("/v1/stream", event_stream, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/stats", stats, methods=["GET", "DELETE"]),

@@ -7,6 +7,7 @@ API (OpenAI or Anthropic), never a 500:
     Settings                 the server's defaults, refused at start-up when unusable
     read_json_body(request)  the body as a JSON object (400 / 413 otherwise)
     read_pace(query, ...)    per-request timing and faults from the query string
+    read_stream_ending(...)  GET /v1/stream's retry: and how it ends, from the query string
     error_response(...)      the error body in the API's style
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,6 +234,56 @@ def last_user_text(messages: list, roles: tuple[str, ...]) -> str:
     return prompt
 
 
+def input_text(value: Any) -> str:
+    """Return the prompt of a Responses API ``input``: the string, or the last user message's text.
+
+    ``input`` is a string, or a list of input items: messages ``{"role", "content"}``
+    (``"type": "message"`` may be given) whose content is a string or a list of parts;
+    the text parts are ``input_text`` (and ``output_text`` in earlier assistant turns).
+    Other items (tool calls and their outputs, reasoning) are passed over.
+    """
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise BadRequest("'input' must be a string or an array of input items", param="input")
+    if not value:
+        raise BadRequest("'input' must contain at least one item", param="input")
+    prompt = None
+    for i, item in enumerate(value):
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise BadRequest(f"{where} must be an object", param=where)
+        if "role" not in item and item.get("type", "message") != "message":
+            continue  # a function call, its output, a reasoning item: no prompt text
+        role = item.get("role")
+        if role not in ("user", "assistant", "system", "developer"):
+            raise BadRequest(
+                f"{where}.role must be one of user, assistant, system, developer", param=where
+            )
+        text = _input_content(item.get("content"), where)
+        if role == "user":
+            prompt = text
+    if prompt is None:
+        raise BadRequest("'input' must contain a user message", param="input")
+    return prompt
+
+
+def _input_content(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise BadRequest(f"{where}.content must be a string or an array of parts", param=where)
+    texts = []
+    for i, part in enumerate(content):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise BadRequest(f"{where}.content[{i}] must be an object with a 'type'", param=where)
+        if part["type"] in ("input_text", "output_text", "text"):
+            if not isinstance(part.get("text"), str):
+                raise BadRequest(f"{where}.content[{i}].text must be a string", param=where)
+            texts.append(part["text"])
+    return "".join(texts)
+
+
 @dataclass(frozen=True)
 class Pace:
     """The timing and faults of one request, read from its query parameters."""
@@ -271,3 +323,73 @@ def read_pace(query: Any, settings: Settings) -> Pace:
         stall_ms=query_number(query, "stall_ms") or 0.0,
         heartbeat_ms=heartbeat_ms,
     )
+
+
+@dataclass(frozen=True)
+class StreamEnding:
+    """How one GET /v1/stream sets EventSource's retry and ends, read from its query.
+
+    retry_ms: the retry: field (None: none is sent, so the browser's own delay applies);
+    end_after_tokens: the body ends cleanly after that many tokens, with no done event;
+    reconnect_status: a reconnect (a request with a Last-Event-ID) gets this status and
+    no stream; reconnect_content_type: a reconnect's stream is labelled with this type.
+    """
+
+    retry_ms: int | None
+    end_after_tokens: int | None = None
+    reconnect_status: int | None = None
+    reconnect_content_type: str | None = None
+
+
+# The query parameters read_stream_ending reads (GET /v1/stream's EventSource flavour only).
+ENDING_PARAMETERS = ("retry", "end_after_tokens", "reconnect_status", "reconnect_content_type")
+
+# A media type without parameters, "text/plain": two RFC 9110 tokens around a slash.
+_MEDIA_TYPE = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,60}/[A-Za-z0-9!#$%&'*+.^_`|~-]{1,60}")
+
+
+def read_stream_ending(query: Any, settings: Settings) -> StreamEnding:
+    """Return GET /v1/stream's StreamEnding; BadRequest naming the parameter for a bad value.
+
+    ``retry=N`` (whole ms, 0 to MAX_DELAY_MS) or ``retry=none``; without it the server's
+    own retry_ms. ``reconnect_status`` is 204 or 400-599: the statuses that end an
+    EventSource for good (a 200 resumes, a redirect would be followed).
+    """
+    raw_retry = query.get("retry")
+    if raw_retry is None or raw_retry == "":
+        retry_ms = settings.retry_ms
+    elif raw_retry == "none":
+        retry_ms = None
+    elif raw_retry.isascii() and raw_retry.isdigit() and int(raw_retry) <= MAX_DELAY_MS:
+        retry_ms = int(raw_retry)
+    else:
+        raise BadRequest(
+            f"Query parameter 'retry' must be a whole number of milliseconds from 0 to "
+            f"{MAX_DELAY_MS:.0f}, or 'none' for no retry: field, got {raw_retry!r}",
+            param="retry",
+        )
+    raw_status = query.get("reconnect_status") or None
+    status = None
+    if raw_status is not None:
+        if raw_status.isascii() and raw_status.isdigit() and len(raw_status) == 3:
+            status = int(raw_status)
+        if status is None or not (status == 204 or 400 <= status <= 599):
+            raise BadRequest(
+                "Query parameter 'reconnect_status' must be 204 or a status from 400 to 599 "
+                f"(an answer that ends an EventSource for good), got {raw_status!r}",
+                param="reconnect_status",
+            )
+    content_type = query.get("reconnect_content_type") or None
+    if content_type is not None and not _MEDIA_TYPE.fullmatch(content_type):
+        raise BadRequest(
+            "Query parameter 'reconnect_content_type' must be a media type such as "
+            f"text/plain, got {content_type!r}",
+            param="reconnect_content_type",
+        )
+    if status is not None and content_type is not None:
+        raise BadRequest(
+            "Give either 'reconnect_status' or 'reconnect_content_type': a reconnect gets one answer",
+            param="reconnect_content_type",
+        )
+    end = query_number(query, "end_after_tokens", integer=True, low=1)
+    return StreamEnding(retry_ms, end, status, content_type)

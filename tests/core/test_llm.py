@@ -421,6 +421,44 @@ def test_resuming_after_the_last_token_repeats_its_id_on_the_finish_event():
     assert json.loads(events[0].data) == {"delta": "", "finish_reason": "stop"}
 
 
+def test_end_after_tokens_ends_the_body_after_those_tokens_with_no_end_event():
+    events = decode_all(
+        [wire_bytes(RUNNING, "eventsource", options=EventSourceOptions(end_after_tokens=2))]
+    )
+    assert [(e.event, e.id) for e in events] == [("message", "0"), ("message", "1")]
+    assert all("finish_reason" not in json.loads(e.data) for e in events)
+
+
+def test_an_early_end_plays_its_tokens_at_their_times_and_nothing_after():
+    options = EventSourceOptions(retry_ms=None, end_after_tokens=2)
+    assert [at for at, _ in stream_writes(RUNNING, "eventsource", options=options)] == [
+        340.0,
+        380.0,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("last_id", "sent"), [(0, ["1"]), (1, ["2", "3", "4", "5", "6"]), (4, ["5", "6"])]
+)
+def test_a_resume_is_cut_only_where_it_starts_before_the_end(last_id, sent):
+    options = EventSourceOptions(last_id, end_after_tokens=2)
+    events = decode_all([wire_bytes(RUNNING, "eventsource", options=options)])
+    assert [e.id for e in events] == sent
+
+
+def test_an_end_past_the_answer_sends_the_whole_answer():
+    options = EventSourceOptions(end_after_tokens=len(RUNNING.tokens))
+    assert read_stream(
+        [wire_bytes(RUNNING, "eventsource", options=options)], "eventsource"
+    ).complete
+
+
+@pytest.mark.parametrize("end", [0, -1, 2.5, True, "3"])
+def test_an_end_that_is_not_a_whole_number_of_tokens_is_refused(end):
+    with pytest.raises(ValueError, match="end_after_tokens must be a whole number, 1 or more"):
+        EventSourceOptions(end_after_tokens=end)
+
+
 def test_a_resume_id_that_is_not_a_token_index_is_refused_when_the_options_are_made():
     with pytest.raises(ValueError, match="token index"):
         EventSourceOptions(resume_after_id="abc")

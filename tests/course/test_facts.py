@@ -10,6 +10,7 @@ no longer found and this test names the notebook and the number to update.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -78,6 +79,14 @@ LATE = lesson05.late_check(
     lesson05.find_phone_number,
 )
 N_EVENTS_IN_WORDS = {7: "seven"}.get(len(EVENT_ENDS), str(len(EVENT_ENDS)))
+RESPONSES_ROWS = lesson02.wire_rows("responses")
+RESPONSES_OPENING = next(i for i, row in enumerate(RESPONSES_ROWS) if row.delta)
+# "All deltas land in item 0, part 0": unpacking fails unless there is exactly one place.
+((DELTA_ITEM, DELTA_PART),) = {
+    (e["output_index"], e["content_index"])
+    for e in map(json.loads, (ev.data for row in RESPONSES_ROWS for ev in row.events))
+    if e["type"] == "response.output_text.delta"
+}
 CHUNK_AS_EVENT_ERRORS = lesson03.every_cut_verdicts(
     lesson03.BUGGY_READERS["chunk = event"], PRACTICE
 ).count("error")
@@ -102,13 +111,14 @@ TYPED = [
     ("01", f"({s(LONG.total_ms)} s → {LONG.streaming_first_ms / 1000:.2f} s for 500 tokens)"),
     ("01", f"about 5 of its {CANCEL_ANSWER_TOKENS} tokens"),
     ("01", f"the {IDLE['blocking'].longest_silence_ms / 1000:.0f} s blocking reply"),
-    ("01", f"never goes quiet for more than {IDLE['streaming'].longest_silence_ms / 1000:.1f} s"),
+    ("01", f"its wait for the first token, {ms(IDLE['streaming'].longest_silence_ms)} ms (printed as {IDLE['streaming'].longest_silence_ms / 1000:.1f} s)"),
     ("01", f"300 + 500 × 40 = {ms(LONG.total_ms)} ms"),
     # 02 · SSE on the wire
     ("02", f"`18` hex = 1×16 + 8 = {len(LESSON_WIRE[0])} bytes"),
     ("02", f"the {len(LESSON_WIRE[0]) - 2} characters of `{LESSON_WIRE[0].decode().strip()}`"),
     ("02", f"12 + 2 = {len(LESSON_WIRE[-1])}, hex `{len(LESSON_WIRE[-1]):x}`"),
     ("02", f"`d5` is 13×16 + 5 = {0xD5} bytes"),
+    ("02", f"{ {4: 'four'}.get(RESPONSES_OPENING, '?') } events open the stream before any text"),
     # 03 · Reading the stream
     ("03", f"the first at {ms(RUN.streaming_first_ms)} ms"),
     ("03", f"with the last token at {ms(RUN.total_ms)} ms"),
@@ -127,6 +137,7 @@ TYPED = [
     ("05", f"failing at {CHUNK_AS_EVENT_ERRORS} of {len(PRACTICE) + 1} cut positions"),
     ("05", f"fails at {ms(LATE.checked_ms)} ms, but the number was on screen from {ms(LATE.streamed_failure_ms)} ms"),
     ("05", f"pays {lesson05.ws_frame_header_bytes(100)} bytes of header per short message"),
+    ("05", f"All deltas land in item {DELTA_ITEM}, part {DELTA_PART}"),
     # the course map (the README's lesson tables) and the learning guide's lesson map
     ("00", f"300 + 500 x 40 = {ms(LONG.total_ms)} ms"),
     ("README.md", f"300 + 500 x 40 = {ms(LONG.total_ms)} ms"),

@@ -23,8 +23,8 @@ import httpx
 import processes
 import pytest
 
-from lessonkit.learner import launch
 from lessonkit.course.folder import course_folder
+from lessonkit.learner import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 LEARNER_VENV_LIMIT_BYTES = 550 * 1000 * 1000  # issue: "a .venv of at most 550 MB"

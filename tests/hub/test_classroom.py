@@ -9,7 +9,9 @@ For each user, from the hub's login form:
 * lesson 03, Run All: both browser-demo panels grow token by token and end with the
   answer, through the course's route /user/<name>/lessonkit/demo/<socket>/; the cell
   after the demo reports what the browser received; "Stream again" streams again; a
-  fetch streams with or without `Accept: text/event-stream`; the page never tried
+  fetch streams with or without `Accept: text/event-stream`; the EventSource life-cycle
+  panel, through the same route, goes OPEN, reconnects no sooner than its retry: and
+  ends CLOSED after a 204, with no request to the server after it; the page never tried
   loopback;
 * lesson 05, Run All: every cell runs without an error.
 
@@ -58,6 +60,7 @@ from labdriver import (
     run_all_and_wait,
     tracebacks,
 )
+from lifecycle import run_choice
 from pacing import assert_paced
 from playwright.sync_api import expect
 
@@ -224,6 +227,8 @@ def check_lesson_03(
         assert reads["status"] == 200, reads
         assert_paced(reads["reads"], DEMO_PER_TOKEN_MS, f"fetch through the route ({accept})")
 
+    check_life_cycle(page, f"{routed}/v1/stream?", record)
+
     # The page never tried loopback, and could not have: a probe is aborted.
     assert remote.blocked == [], remote.blocked
     probe = page.evaluate(
@@ -236,6 +241,23 @@ def check_lesson_03(
     remote.blocked.clear()
     hosts = {h for h in remote.hosts if not LOOPBACK_URL.match(f"http://{h}/")}
     assert hosts == {f"{hub.public_url().split('://', 1)[1]}"}, remote.hosts
+
+
+def check_life_cycle(page: Any, stream_url: str, record: dict[str, Any]) -> None:
+    """Run lesson 03's EventSource life-cycle panel (a 204 on reconnect, retry: 1000 ms)."""
+    panel = page.locator(".jp-Notebook .jp-Cell").nth(cell_index(LESSON_03, "EventSourceLife("))
+    mark = time.monotonic()
+    run = run_choice(page, panel, "204", "1000")
+    record["life_cycle_s"] = time_since(mark)
+    record["life_cycle"] = {"url": run.url, "states": run.states, "requests": run.requests}
+    assert run.url.startswith(stream_url), run.url  # the demo's own route, under /user/<name>/
+    first = [("created", 0), ("open", 1), *[("message", 1)] * 3, ("error", 0)]
+    assert run.states == [*first, ("error", 2), ("quiet", 2)], run.rows
+    (delay,) = run.delays_ms
+    assert delay >= 1000, run.rows  # no sooner than retry: 1000
+    # The server's own log: the first request, the reconnect answered 204, nothing after.
+    assert [(r["last_event_id"], r["status"]) for r in run.requests] == [("", 200), ("2", 204)]
+    assert run.rows[-1]["text"].endswith("no request reached the server since"), run.rows
 
 
 # --- one learner, another learner's demo -------------------------------------------------------

@@ -275,3 +275,13 @@ def test_describe_is_the_same_text_on_every_run_and_names_the_routed_path():
     assert "new EventSource('<Jupyter base URL>lessonkit/demo/<name>/v1/stream?prompt=...')" in text
     assert "Accept: 'text/event-stream'" in text and "decoder.decode(bytes, {stream: true})" in text
     assert "TextDecoder({stream: true})" not in text  # stream is an option of decode()
+
+
+def test_a_cell_that_ends_with_the_report_shows_its_text(server):
+    from IPython.lib.pretty import pretty
+
+    demo = BrowserStreamDemo(server)
+    for kind in ("eventsource", "fetch"):
+        post_report(server, report_body(demo, kind))
+    report = demo.browser_report(grace_s=5, timeout_s=5)
+    assert pretty(report) == str(report) and str(report).startswith("What your browser received")

@@ -131,3 +131,37 @@ def test_the_full_edition_demo_keeps_the_route_and_socket():
         assert demo.transport == "route" and server.socket_path.exists()
     finally:
         server.stop()
+
+
+def _report(demo: browser_demo.BrowserStreamDemo, kind: str, status: str) -> dict:
+    return {
+        "type": "report",
+        "report": {"demo": demo.demo_id, "kind": kind, "run": 1, "status": status,
+                   "text": "Your order", "times_ms": [400, 520], "reads": 2,
+                   "url": f"http://lessonkit.local/v1/{kind}"},
+    }  # fmt: skip
+
+
+def test_in_the_page_the_report_returns_at_once_and_fills_itself_in_as_the_page_reports():
+    server = browser_demo.DemoServer(prefill_ms=50, per_token_ms=30, in_page=True)
+    demo = browser_demo.BrowserStreamDemo(server)
+    started = time.monotonic()
+    live = demo.browser_report(grace_s=60, timeout_s=60)
+    # Nothing can arrive while a cell runs there: it does not wait for the grace or timeout.
+    assert time.monotonic() - started < 30
+    assert str(browser_demo.WAITING_IN_PAGE) in live.value.replace("&#x27;", "'")
+    demo._on_page_message(demo, _report(demo, "eventsource", "done"), [])
+    assert "(not finished yet: this output fills itself in" in live.value
+    demo._on_page_message(demo, _report(demo, "fetch", "done"), [])
+    text = live.value.replace("&#x27;", "'")
+    assert "What your browser received (run 1, through widget messages between your page" in text
+    assert "fetch      : done, 2 tokens, in 2 reads" in text and "not finished" not in text
+    # Once every panel has reported, the report itself: its text, as a cell shows it.
+    report = demo.browser_report()
+    assert isinstance(report, browser_demo.BrowserReport) and report.outcome == "finished"
+
+
+def test_in_the_page_describe_tells_the_widget_message_way_not_the_route():
+    text = browser_demo.describe(in_page=True)
+    assert "widget message" in text and "no Jupyter server and no socket" in text
+    assert "lessonkit/demo" not in text and "lessonkit/demo" in browser_demo.describe(in_page=False)

@@ -452,6 +452,23 @@ def test_wire_inspector_shows_the_screen_after_the_chosen_write():
     assert "Your order" in _find(box, "lk-wire-screen").value
 
 
+def test_wire_inspector_shows_a_responses_stream_named_event_by_event():
+    box = widgets.wire_inspector("responses", index=0)
+    assert "no new text (response.created)" in _find(box, "lk-wire-meaning").value
+    _find(box, "lk-wire-write").value = 4  # four events open the stream, then the first delta
+    assert "at 340 ms: delta &#x27;Your&#x27;" in _find(box, "lk-wire-meaning").value
+    _find(box, "lk-wire-write").value = len(wire_rows("responses")) - 1
+    assert "(complete)" in _find(box, "lk-wire-screen").value
+
+
+def test_the_end_side_by_side_shows_chat_completions_responses_and_anthropic():
+    streams = lesson02.side_by_side(last=1)
+    assert list(streams) == ["openai", "responses", "anthropic"]
+    assert [rows[-1].events[-1].event for rows in streams.values()] == [
+        "message", "response.completed", "message_stop"]  # fmt: skip
+    assert streams["openai"][-1].raw == b"data: [DONE]\n\n"
+
+
 def test_walkthrough_next_button_advances_one_step():
     box = widgets.walkthrough_stepper()
     _find(box, "lk-walk-next").click()

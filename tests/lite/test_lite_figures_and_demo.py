@@ -3,7 +3,11 @@
 The browser kernel has no matplotlib offline: every static figure is drawn by the course's
 SVG from the same description, with its words as the text alternative. Lesson 03's browser
 demo has no Jupyter route and no socket there: both panels must still fill in token by
-token, from the kernel's own server app, through widget messages.
+token, from the kernel's own server app, through widget messages. Under Run All its report
+cell cannot wait for the page (the kernel reads the page's messages only between cells):
+it must fill itself in afterwards with what the page received, and name the edition's way.
+The EventSource life-cycle panel cannot open anything there: it shows a stored run, and
+says so.
 """
 
 from __future__ import annotations
@@ -12,9 +16,12 @@ import json
 import time
 
 import pytest
-from labdriver import REPO_ROOT, code_cell_indices
-from litesite import execute, open_notebook
+from labdriver import REPO_ROOT, code_cell_indices, normalized, wait_for
+from litesite import clear_and_run_all, execute, open_notebook
+from playwright.sync_api import expect
 from survey import SHUT_DOWN_KERNELS_JS
+
+from lessonkit.lab import eventsource_life as life
 
 pytestmark = pytest.mark.browser
 
@@ -154,3 +161,54 @@ def test_lesson_03s_demo_grows_token_by_token_in_both_panels_in_the_page(lite_pa
     else:
         raise AssertionError("no run grew token by token:\n" + "\n".join(failures))
     assert _panel_text(page, "eventsource") == _panel_text(page, "fetch")
+
+
+def _cell_of(needle: str) -> int:
+    import nbformat
+
+    cells = nbformat.read(REPO_ROOT / LESSON_03, as_version=4).cells
+    (index,) = [i for i, c in enumerate(cells) if needle in c.source]
+    return index
+
+
+def test_lesson_03_under_run_all_reports_what_the_page_got_and_shows_a_stored_life_cycle(lite_page):
+    page = lite_page.page
+    page.evaluate(SHUT_DOWN_KERNELS_JS)
+    open_notebook(page, LESSON_03, timeout_s=600)
+    asked = len(lite_page.requested)
+    cells, _ = clear_and_run_all(
+        page, LESSON_03, code_cell_indices(REPO_ROOT / LESSON_03), timeout_s=600
+    )
+    cell = page.locator(".jp-Notebook .jp-Cell")
+
+    # describe() tells this edition's way, not the full edition's route.
+    described = normalized(
+        " ".join(o.text for o in cells[_cell_of("browser_demo.describe()")].outputs)
+    )
+    assert "this edition has no Jupyter server and no socket" in described, described
+    assert "lessonkit/demo" not in described
+
+    # The report cell ran before the page could report; it fills itself in once Run All is over.
+    report = cell.nth(_cell_of("demo.browser_report()")).locator(".lk-browser-report")
+    expect(report).to_contain_text("What your browser received (run 1", timeout=120_000)
+    wait_for(lambda: "not finished yet" not in report.text_content(), timeout_s=120,
+             what="the report to say both panels finished")  # fmt: skip
+    text = normalized(report.text_content())
+    assert "through widget messages between your page and this kernel" in text, text
+    assert "EventSource: done, 6 tokens" in text and "fetch : done, 6 tokens" in text, text
+
+    # The life-cycle panel: a stored run of its choices, labelled as such; nothing to open.
+    panel = cell.nth(_cell_of("EventSourceLife(")).locator(".lk-life")
+    expect(panel).to_have_attribute("data-status", "stored", timeout=120_000)
+    expect(panel.locator(".lk-life-note")).to_contain_text("A stored run, not your browser's")
+    assert panel.locator(".lk-life-open").count() == 0
+    kinds = panel.locator("tr.lk-life-row").evaluate_all(
+        "(rows) => rows.map((r) => r.dataset.kind)"
+    )
+    seen, _ = life.stored_run(life.DEFAULT_ENDING, life.DEFAULT_RETRY)
+    assert kinds == [s.kind for s in seen]
+    panel.locator(".lk-life-ending select").select_option("resume")
+    expect(panel.locator("tr.lk-life-row-close")).to_have_count(1, timeout=120_000)
+    # No EventSource, no route: the page asked for nothing a stream would need.
+    streams = [u for u in lite_page.requested[asked:] if "/v1/stream" in u or "lessonkit/demo" in u]
+    assert streams == [], streams

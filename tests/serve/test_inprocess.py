@@ -122,6 +122,25 @@ def strip_ids(body: bytes) -> list[tuple[str, str]]:
     ]
 
 
+def test_a_responses_stream_in_process_is_the_one_the_real_server_sends(
+    virtual, server_url, read_raw
+):
+    body = {"model": "m", "input": llm.RUNNING_PROMPT, "stream": True}
+    over_tcp, ended = read_raw("POST", server_url + "/v1/responses", params=QUICK, json=body)
+    with virtual.stream("POST", "/v1/responses", params=QUICK, json=body) as response:
+        in_process = b"".join(response.iter_raw())
+    assert ended and response.complete
+    assert read_stream([in_process], "responses").text == llm.RUNNING_ANSWER
+
+    def masked(wire: bytes) -> bytes:  # ids count per server; created_at is the clock's
+        import re
+
+        wire = re.sub(rb'"(resp|msg)_\d+"', b'"<id>"', wire)
+        return re.sub(rb'"created_at":\d+', b'"created_at":0', wire)
+
+    assert masked(in_process) == masked(over_tcp)
+
+
 def test_the_lessons_reader_reads_the_stream_as_it_arrives(virtual):
     for path, dialect, body in [
         ("/v1/chat/completions", "openai", {**ASK, "stream": True}),

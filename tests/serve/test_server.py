@@ -194,6 +194,51 @@ def test_resuming_after_the_done_event_gets_204_so_eventsource_stops(server_url,
     assert response.status_code == 204
 
 
+@pytest.mark.parametrize(("retry", "first"), [("none", b"id: 0\n"), ("1500", b"retry: 1500\n\n")])
+def test_retry_chooses_the_retry_field_or_none_at_all(server_url, fast, read_raw, retry, first):
+    body, _ = read_raw("GET", server_url + "/v1/stream", params={**fast, "retry": retry})
+    assert body.startswith(first) and body.count(b"retry:") == (retry != "none")
+
+
+def test_end_after_tokens_ends_the_body_cleanly_and_the_reconnect_gets_the_rest(
+    server_url, fast, read_raw
+):
+    params = {**fast, "end_after_tokens": "3"}
+    response = httpx.get(server_url + "/v1/stream", params=params)
+    events = decode_all([response.content])
+    assert response.status_code == 200 and [e.id for e in events] == ["0", "1", "2"]
+    assert all(e.event == "message" for e in events)  # no done event: EventSource reconnects
+    rest, _ = read_raw(
+        "GET", server_url + "/v1/stream", params=params, headers={"Last-Event-ID": "2"}
+    )
+    text = "".join(json.loads(e.data)["delta"] for e in events)
+    assert text + read_stream([rest], "eventsource").text == llm.RUNNING_ANSWER
+    assert decode_all([rest])[-1].event == "done"
+
+
+@pytest.mark.parametrize("status", [204, 500, 410])
+def test_reconnect_status_answers_only_a_reconnect_with_that_status(server_url, fast, status):
+    params = {**fast, "reconnect_status": str(status)}
+    first = httpx.get(server_url + "/v1/stream", params=params)
+    again = httpx.get(server_url + "/v1/stream", params=params, headers={"Last-Event-ID": "2"})
+    assert first.status_code == 200 and decode_all([first.content])[-1].event == "done"
+    assert again.status_code == status
+    if status == 204:
+        assert again.content == b""
+    else:  # the course's JSON error, saying why
+        assert "ends an EventSource for good" in again.json()["error"]["message"]
+
+
+def test_reconnect_content_type_labels_only_a_reconnect_as_something_else(server_url, fast):
+    params = {**fast, "reconnect_content_type": "text/plain"}
+    first = httpx.get(server_url + "/v1/stream", params=params)
+    again = httpx.get(server_url + "/v1/stream", params=params, headers={"Last-Event-ID": "6"})
+    assert first.headers["content-type"].startswith("text/event-stream")
+    assert (again.status_code, again.headers["content-type"]) == (200, "text/plain")
+    assert again.headers["x-content-type-options"] == "nosniff"  # taken as labelled, at once
+    assert [e.event for e in decode_all([again.content])] == ["message", "done"]
+
+
 def test_lesson_dialect_on_v1_stream_is_data_delta_then_done(server_url, fast, read_raw):
     body, _ = read_raw("GET", server_url + "/v1/stream", params={**fast, "dialect": "lesson"})
     reply = read_stream([body], "lesson")
@@ -552,12 +597,39 @@ def test_405_says_which_methods_are_allowed(server_url):
         {"prefill_ms": "inf"},
         {"stall_ms": "-1"},
         {"heartbeat_ms": "x"},
+        {"retry": "soon"},
+        {"retry": "-1"},
+        {"retry": "1e3"},
+        {"retry": "600001"},
+        {"end_after_tokens": "0"},
+        {"reconnect_status": "200"},
+        {"reconnect_status": "302"},
+        {"reconnect_status": "2040"},
+        {"reconnect_content_type": "text plain"},
+        {"reconnect_content_type": "text/event-stream; charset=utf-8"},
     ],
 )
 def test_bad_query_parameters_get_400_with_the_parameter_named(server_url, params):
     response = httpx.get(server_url + "/v1/stream", params=params)
     assert response.status_code == 400
     assert response.json()["error"]["param"] == next(iter(params))
+
+
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        ({"retry": "soon"}, "a whole number of milliseconds from 0 to 600000, or 'none'"),
+        ({"reconnect_status": "200"}, "must be 204 or a status from 400 to 599"),
+        ({"reconnect_content_type": "a b"}, "must be a media type such as text/plain"),
+        ({"reconnect_status": "204", "reconnect_content_type": "text/plain"}, "Give either"),
+        ({"dialect": "lesson", "retry": "5"}, "applies to the EventSource stream only"),
+    ],
+)
+def test_an_eventsource_option_that_cannot_be_used_gets_400_saying_what_to_send(
+    server_url, params, said
+):
+    response = httpx.get(server_url + "/v1/stream", params=params)
+    assert response.status_code == 400 and said in response.json()["error"]["message"]
 
 
 def test_bad_fault_parameter_on_anthropic_endpoint_gets_anthropic_error(server_url):
@@ -927,6 +999,10 @@ QUERY_NAMES = [
     "last_event_id",
     "dialect",
     "prompt",
+    "retry",
+    "end_after_tokens",
+    "reconnect_status",
+    "reconnect_content_type",
 ]
 QUERY_VALUES = st.one_of(
     st.text(max_size=8),
@@ -956,7 +1032,8 @@ def test_any_query_parameters_get_a_2xx_or_a_json_4xx_never_a_500(
     with httpx.Client(timeout=30) as client:
         response = client.send(request, stream=True)  # the status comes before any token
         try:
-            assert not response.is_server_error
+            asked = query.get("reconnect_status", "")  # a 5xx asked for is not a failure
+            assert not response.is_server_error or str(response.status_code) == asked
             if response.status_code >= 400:
                 response.read()
                 _check_error_body(path, response)

@@ -20,7 +20,7 @@ import processes
 import pytest
 from httpx_sse import connect_sse
 
-from lessonkit.core import llm
+from lessonkit.core import llm, network
 from lessonkit.core.client import read_stream
 
 pytestmark = pytest.mark.server
@@ -146,6 +146,130 @@ def test_openai_sdk_raises_bad_request_with_the_servers_message(openai_client):
 
 def test_openai_sdk_lists_models(openai_client):
     assert [m.id for m in openai_client.models.list()] == ["lessonkit-sim"]
+
+
+# --------------------------------------------------------------------------- openai: Responses API
+
+FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "error")
+
+
+def _sdk_reading(events) -> tuple[str, str | None, list[float]]:
+    """Return (text, last event type, when each text delta arrived) of a Responses stream.
+
+    The last type is "cut" when the body ended early (the SDK raises APIConnectionError).
+    """
+    text, kind, arrivals = "", None, []
+    try:
+        for event in events:
+            kind = event.type
+            if event.type == "response.output_text.delta":
+                arrivals.append(time.monotonic())
+                text += event.delta
+    except openai.APIConnectionError:
+        kind = "cut"
+    return text, kind, arrivals
+
+
+def test_responses_create_stream_yields_typed_events_as_tokens_are_generated(
+    openai_client, paced_run
+):
+    list(openai_client.responses.create(  # warm up the SDK's event models
+        model="m", input=PROMPT, stream=True, max_output_tokens=1, extra_query=FAST_QUERY
+    ))  # fmt: skip
+
+    def measure():
+        start = time.monotonic()
+        events = openai_client.responses.create(
+            model="lessonkit-sim", input=PROMPT, stream=True, max_output_tokens=N_TOKENS
+        )
+        text, kind, arrivals = _sdk_reading(events)
+        return start, arrivals, (text, kind)
+
+    _, _, (text, kind) = paced_run(measure)
+    assert (text, kind) == (EXPECTED.text, "response.incomplete")  # max_output_tokens cut it
+
+
+def test_responses_stream_helper_gives_deltas_and_the_final_response(openai_client):
+    with openai_client.responses.stream(
+        model="m", input=llm.RUNNING_PROMPT, extra_query=FAST_QUERY
+    ) as stream:
+        deltas = [event.delta for event in stream if event.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    assert "".join(deltas) == final.output_text == llm.RUNNING_ANSWER
+    assert (final.status, final.usage.output_tokens) == ("completed", 6)
+
+
+def test_responses_non_streamed_create_returns_the_answer_as_output_text(openai_client):
+    response = openai_client.responses.create(
+        model="m", input=llm.RUNNING_PROMPT, instructions="Be brief.", extra_query=FAST_QUERY
+    )
+    assert (response.output_text, response.status) == (llm.RUNNING_ANSWER, "completed")
+    assert response.usage.total_tokens == 12
+
+
+@pytest.mark.parametrize(
+    ("options", "last", "text"),
+    [
+        ({"max_output_tokens": 3}, "response.incomplete", "Your order ships"),
+        ({"extra_query": {**FAST_QUERY, "fail_after_tokens": 2}}, "response.failed", "Your order"),
+    ],
+    ids=["incomplete", "failed"],
+)
+def test_responses_create_stream_yields_the_end_of_an_unfinished_answer_without_raising(
+    openai_client, options, last, text
+):
+    events = openai_client.responses.create(
+        model="m", input=llm.RUNNING_PROMPT, stream=True, **{"extra_query": FAST_QUERY, **options}
+    )
+    assert _sdk_reading(events)[:2] == (text, last)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"max_output_tokens": 3}, {"extra_query": {**FAST_QUERY, "fail_after_tokens": 2}},
+     {"extra_query": {**FAST_QUERY, "drop_after_bytes": 2000}}],
+    ids=["incomplete", "failed", "cut"],
+)  # fmt: skip
+def test_responses_stream_helpers_final_response_raises_when_the_answer_did_not_complete(
+    openai_client, options
+):
+    with openai_client.responses.stream(
+        model="m", input=llm.RUNNING_PROMPT, **{"extra_query": FAST_QUERY, **options}
+    ) as stream:
+        with pytest.raises((RuntimeError, openai.APIConnectionError)):
+            stream.get_final_response()
+
+
+def test_responses_sdk_raises_bad_request_with_the_servers_message(openai_client):
+    with pytest.raises(openai.BadRequestError) as caught:
+        openai_client.responses.create(model="m", input=[])
+    assert caught.value.status_code == 400
+    assert "at least one item" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "query", [{}, {"fail_after_tokens": "3"}, {"drop_after_bytes": "1800"}],
+    ids=["completed", "failed", "dropped"],
+)  # fmt: skip
+def test_the_reader_on_every_cut_of_a_recorded_stream_agrees_with_the_sdks_iteration(
+    server_url, openai_client, read_raw, query
+):
+    params = {**FAST_QUERY, **query}
+    recorded, _ = read_raw("POST", server_url + "/v1/responses", params=params,
+                           json={"model": "m", "input": llm.RUNNING_PROMPT, "stream": True})  # fmt: skip
+    events = openai_client.responses.create(
+        model="m", input=llm.RUNNING_PROMPT, stream=True, extra_query=params
+    )
+    text, last, _ = _sdk_reading(events)
+    assert last == {"fail_after_tokens": "response.failed", "drop_after_bytes": "cut"}.get(
+        next(iter(query), None), "response.completed"
+    )
+    whole = read_stream([recorded], "responses")
+    assert whole.text == text
+    assert whole.complete == (last == "response.completed")
+    assert (whole.error is not None) == (last == "response.failed")
+    for chunks in network.every_cut(recorded):
+        assert read_stream(chunks, "responses") == whole
 
 
 # --------------------------------------------------------------------------- anthropic

@@ -161,9 +161,62 @@ def build_wire(
             )
         )
         parts.append(event("message_stop"))
+    elif dialect == "responses":
+        parts += _responses_events(tokens, finish_reason, ping, usage)
     else:
         raise ValueError(f"unknown dialect {dialect!r}")
     return b"".join(parts)
+
+
+def _responses_events(
+    tokens: list[str], finish_reason: str, ping: bytes, usage: dict | None
+) -> list[bytes]:
+    """Return a Responses API stream of ``tokens``, written from OpenAI's documented events.
+
+    "stop" ends with response.completed; any other finish reason with response.incomplete,
+    "length" as the API says it (incomplete_details.reason "max_output_tokens"). Each delta
+    carries an ``obfuscation`` field, as OpenAI's do by default.
+    """
+    numbers = iter(range(10_000))
+
+    def event(kind: str, **fields: object) -> bytes:
+        body = {"type": kind, "sequence_number": next(numbers), **fields}
+        return encode(json.dumps(body), event=kind)
+
+    def response(status: str, output: list) -> dict:
+        return {"id": "resp_test", "object": "response", "created_at": 1, "model": "m",
+                "status": status, "output": output, "parallel_tool_calls": True,
+                "tool_choice": "auto", "tools": [], "usage": usage}  # fmt: skip
+
+    text = "".join(tokens)
+    where = {"item_id": "msg_test", "output_index": 0, "content_index": 0}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    item = {"id": "msg_test", "type": "message", "role": "assistant", "status": "in_progress",
+            "content": []}  # fmt: skip
+    parts = [
+        event("response.created", response=response("in_progress", [])),
+        event("response.in_progress", response=response("in_progress", [])),
+        event("response.output_item.added", output_index=0, item=item),
+        event("response.content_part.added", **where, part=part),
+    ]
+    for i, token in enumerate(tokens):
+        padding = "x" * (i % 7)  # random characters in the real stream
+        parts += [ping, event("response.output_text.delta", **where, delta=token,
+                              logprobs=[], obfuscation=padding)]  # fmt: skip
+    done_part = {**part, "text": text}
+    status = "completed" if finish_reason == "stop" else "incomplete"
+    done_item = {**item, "status": status, "content": [done_part]}
+    parts += [
+        event("response.output_text.done", **where, text=text, logprobs=[]),
+        event("response.content_part.done", **where, part=done_part),
+        event("response.output_item.done", output_index=0, item=done_item),
+    ]
+    final = response(status, [done_item])
+    if status == "incomplete":
+        reason = "max_output_tokens" if finish_reason == "length" else finish_reason
+        final["incomplete_details"] = {"reason": reason}
+    parts.append(event(f"response.{status}", response=final))
+    return parts
 
 
 def sim_answers() -> st.SearchStrategy:
