@@ -25,6 +25,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,13 @@ def not_root() -> str | None:
 
 
 def _run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    """Run useradd or userdel; again while another one holds the account files' lock."""
+    for _ in range(100):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        if "lock" not in done.stderr:  # "cannot lock /etc/passwd; try again later."
+            return done
+        time.sleep(0.1)  # the poll interval: the other holds the lock for milliseconds
+    return done
 
 
 def make(roles: tuple[str, ...], run_id: str) -> dict[str, Account]:

@@ -1,9 +1,11 @@
 """Fixtures for the classroom test: one JupyterHub whose learners are Unix users, one Chromium.
 
-accounts  alice and bob as real Unix users (accounts.py): unique names (lk-alice-3f9a2c),
-          homes 0700, removed at the end of the session even when a test failed, and
-          accounts a killed run left behind removed first. Not root: every test fails,
-          saying why (the hub cannot switch users without root).
+learner_accounts
+          alice and bob as real Unix users (accounts.py): unique names (lk-alice-3f9a2c),
+          homes 0700, removed at the end of the session even when a test failed or the
+          run got SIGTERM; what a SIGKILLed run left (its accounts, its hub's processes,
+          its folders) is removed first. Not root: every test fails, saying why (only
+          root can make users and switch to them).
 share     a 0755 folder outside /root for what every learner must reach: the course's
           environment (tools/hub_venv.sh: Debian's Python, the course installed as a
           copy), the class drop box (mode 1733, root's) and a read-only shared copy of the
