@@ -51,8 +51,8 @@ RECEIPT = re.compile(r"Your receipt \(the zip's sha256\): ([0-9a-f]{64})")
 
 def lessonkit(learner: Learner, *args: str, cwd: Path, **env: str) -> dict[str, Any]:
     """Run `lessonkit ARGS` as the learner, from their kernel; return status, out and err."""
-    done = json.loads(learner.run(f"print(lessonkit(*{args!r}, cwd={str(cwd)!r}, **{env!r}))"))
-    return done
+    code = f"print(lessonkit(*{args!r}, cwd={str(cwd)!r}, **{env!r}))"
+    return json.loads(learner.run(code, timeout_s=900))  # the command's own limit is 600 s
 
 
 def sha256(path: Path) -> str:
