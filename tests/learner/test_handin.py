@@ -18,7 +18,7 @@ import pytest
 
 from lessonkit.course import archive
 from lessonkit.course.folder import EXERCISES
-from lessonkit.learner import handin
+from lessonkit.learner import dropbox, handin
 from lessonkit.learner.handin import ExerciseResult, HandInProblem, hand_in
 
 WHEN = datetime(2026, 12, 5, 10, 0, tzinfo=UTC)
@@ -156,7 +156,8 @@ def test_with_a_drop_box_the_hand_in_also_goes_there_under_the_users_name(
     box.mkdir(mode=0o1733)
     monkeypatch.setenv(handin.DROPBOX_ENV, str(box))
     monkeypatch.setenv("JUPYTERHUB_USER", "alice")
-    monkeypatch.setattr("getpass.getuser", lambda: "jovyan")  # one shared Unix account
+    monkeypatch.setattr(dropbox, "_unix_user", lambda: "jovyan")  # one shared Unix account
+    monkeypatch.setattr(dropbox, "_is_unix_user", lambda name: name == "jovyan")
     handed = hand_in(name="Bob", checker=passing, now=WHEN)  # --name never names the file
     assert handed.dropbox_path == box / "alice.zip"
     assert (box / "alice.zip").read_bytes() == handed.data
