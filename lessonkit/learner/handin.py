@@ -251,14 +251,26 @@ def saved_warning(handed: HandedIn, now: datetime | None = None) -> str:
 
 
 def submit(*, name: str | None = None, out: Path | str | None = None) -> Any:
-    """Show the hand-in button (nothing while ``lessonkit grade`` runs the notebook)."""
+    """Show the hand-in button, in a box whose twin says how to hand in while it is not live
+    (nothing at all while ``lessonkit grade`` runs the notebook)."""
     from lessonkit.grading import grading_mode
 
     if grading_mode():
         return None
+    from lessonkit.lab.binding import Twinned
     from lessonkit.learner.handin_button import HandInButton
 
-    return HandInButton(lambda: hand_in(name=name, out=out), table, saved_warning)
+    button = HandInButton(lambda: hand_in(name=name, out=out), table, saved_warning)
+    return Twinned(
+        [button],
+        css_class="lk-handin-box",
+        headline="Run this cell to hand in your work.",
+        what=(
+            "Its button saves your open notebooks, runs each exercise's public checks and "
+            "writes one zip of your exercise notebooks, with a receipt. In a terminal: "
+            "lessonkit submit."
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------
