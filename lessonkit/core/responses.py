@@ -24,19 +24,17 @@ server leaves out the optional ``obfuscation`` padding that OpenAI adds to delta
     response_object(answer, ...)  the Response: the non-streamed reply and the final event's
 
 ``lessonkit.core.llm`` times these writes like every other dialect's. Pure: json and
-lessonkit.core.sse only; an answer is anything with llm.Answer's fields.
+lessonkit.core.sse and the answer's type (lessonkit.core.answer).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lessonkit.core import sse
-
-if TYPE_CHECKING:
-    from lessonkit.core.llm import Answer
+from lessonkit.core.answer import Answer
 
 __all__ = ["FAILURE_CODE", "ResponsesOptions", "item_id_for", "response_object", "writes"]
 

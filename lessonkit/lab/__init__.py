@@ -21,6 +21,7 @@ and controls know no lesson; widgets binds controls to the lesson modules.
                    drawn by a helper process: the kernel keeps the PNG, not matplotlib
     measure        live timings on a real clock, warmed up first
     browser_demo   EventSource and fetch running in the learner's own page
+    demo_reports   what the page reports back from the browser demo: PanelReport, BrowserReport
     eventsource_life  one EventSource from open to closed in the learner's page: story()
                    turns what the page and the server saw into the panel's rows
     in_page        HTTP as widget messages: the browser kernel's network for the demo

@@ -36,16 +36,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import anywidget
 import traitlets
 
 from lessonkit.core import llm
-
-if TYPE_CHECKING:
-    from lessonkit.lab.browser_demo import DemoServer
 
 __all__ = [
     "ENDINGS",
@@ -489,7 +486,12 @@ class EventSourceLife(anywidget.AnyWidget):
     status = traitlets.Unicode("ready").tag(sync=True)
 
     def __init__(
-        self, server: DemoServer, *, ending: str = DEFAULT_ENDING, retry: str = DEFAULT_RETRY
+        # server: a browser_demo.DemoServer (typed Any: browser_demo imports this module)
+        self,
+        server: Any,
+        *,
+        ending: str = DEFAULT_ENDING,
+        retry: str = DEFAULT_RETRY,
     ) -> None:
         _choice(ending, retry)
         if not hasattr(server, "socket_name") or not hasattr(server, "stream_log"):
