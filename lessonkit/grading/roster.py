@@ -44,9 +44,10 @@ exercise its name says).
 
 Nothing is followed or waited on: an entry that is a link, a FIFO, a device or a
 socket is listed, and every file is opened without following a link
-(``read_file``). On a hub's drop box, where every learner may write, a file or
-folder named for a learner who is a Unix user but owned by another user is
-listed with that owner (``_planted``): it was put there under another's name.
+(``read_file``). A folder anyone may write to is a drop box (a hub's, mode 1733):
+its files are each the learner their name says, and a folder in it is listed.
+There, a file named for a learner who is a Unix user but owned by another user
+is listed with that owner (``_planted``): it was put there under another's name.
 
 A submission's notebooks are ``Notebook`` objects: a file, or bytes that came
 from elsewhere (an archive); ``read_code_cells(data)`` reads a notebook's
@@ -261,22 +262,30 @@ def _odd(path: Path) -> str | None:
 def _planted(path: Path, name: str) -> str | None:
     """Return why ``path``, named for learner ``name``, is not theirs to hand in, else None.
 
-    On a hub each learner is a Unix user, and the drop box lets every learner write in it:
-    a file named for a Unix user but owned by another user was put there by that owner.
-    Taken as theirs: files of root and of the user running the grader (a copy the
-    instructor made), and any name that is no Unix user (an LMS's, or hub users who all
-    share one Unix account, such as ``jovyan``: there no owner tells them apart).
+    On a hub each learner is a Unix user, and a drop box lets every learner write in it: a
+    file there named for a Unix user but owned by another user was put there by that owner.
+    Taken as theirs: a file outside a drop box (no learner could put it there), a file of
+    root or of the user running the grader, and any name that is no Unix user (hub users
+    who all share one Unix account, such as ``jovyan``: no owner tells them apart).
     """
     try:
         import pwd
 
         owner = path.lstat().st_uid
-        if owner in (0, os.geteuid()) or pwd.getpwnam(name).pw_uid == owner:
+        if not _anyone_writes(path.parent) or owner in (0, os.geteuid()):
+            return None
+        if pwd.getpwnam(name).pw_uid == owner:
             return None
         who = pwd.getpwuid(owner).pw_name
     except (ImportError, KeyError, OSError):
         return None
     return f"owned by the Unix user {who}, not by {name}: handed in under another's name"
+
+
+def _anyone_writes(folder: Path) -> bool:
+    """Return True for a folder every user may write to: a drop box (what is in it, anyone
+    may have put there)."""
+    return bool(folder.stat().st_mode & stat.S_IWOTH)
 
 
 def _files_under(folder: Path) -> Iterator[Path]:
@@ -332,8 +341,8 @@ class _Scan:
         self, found: _Found, files: Iterable[Path], named_by: Path | None = None, junk: str = ""
     ) -> None:
         """Give ``found`` the notebooks and hand-ins among ``files``; list the other files as
-        not graded (``junk``: why a file that is neither is listed). ``named_by``: the file or
-        folder whose name names the learner (all is listed when it is ``_planted``)."""
+        not graded (``junk``: why a file that is neither is listed). ``named_by``: the file
+        whose name names the learner (nothing is taken from it when it is ``_planted``)."""
         planted = _planted(named_by, found.learner) if named_by is not None else None
         for path in files:
             in_skipped = next((r for d, r in _SKIPPED_DIRS.items() if d in path.parts), None)
@@ -363,9 +372,12 @@ class _Scan:
         """Find the learners in a folder given (or one holding an export): each entry on its own."""
         gradescope = _gradescope_names(folder)
         loose: list[Path] = []
+        dropbox = _anyone_writes(folder)
         for entry in sorted(folder.iterdir()):
             if odd := _odd(entry):
                 self.left.append(NotGraded(entry, odd))
+            elif entry.is_dir() and dropbox:
+                self.left.append(NotGraded(entry, "a folder in a drop box (its files count)"))
             elif entry.is_dir():
                 self.subfolder(entry, gradescope)
             elif entry.name == _GRADESCOPE_META and gradescope:
@@ -399,11 +411,11 @@ class _Scan:
                     self.learner(found, _files_under(student))
         elif (lms := _folder_lms(entry, gradescope)) is not None:
             self.learner(lms, _files_under(entry))
-        elif _holds_export(entry):
+        elif _holds_export(entry) or _anyone_writes(entry):
             self.folder(entry)
         else:  # a folder per learner: everything under it is this learner's
             name = unicodedata.normalize("NFC", entry.name)
-            self.learner(_Found(name, entry), _files_under(entry), entry)
+            self.learner(_Found(name, entry), _files_under(entry))
 
     def file(self, path: Path) -> None:
         """A file given by its path: a notebook or a hand-in is its LMS name's, nbgrader's

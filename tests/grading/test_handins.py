@@ -211,15 +211,21 @@ def _unix_users() -> tuple[str, str]:
     return pwd.getpwnam("daemon").pw_name, pwd.getpwnam("nobody").pw_name
 
 
+def _drop_box(folder: Path, names: list[str], owner: str) -> list[Path]:
+    """Make ``folder`` a drop box (mode 1733, as a hub's) of hand-ins ``owner`` wrote."""
+    folder.mkdir(parents=True)
+    folder.chmod(0o1733)
+    data = zip_bytes(("manifest.json", manifest_bytes()), (FILES[0], b"{}"))
+    paths = [_put(data, folder / f"{name}.zip") for name in names]
+    for path in paths:
+        os.chown(path, pwd.getpwnam(owner).pw_uid, pwd.getpwnam(owner).pw_gid)
+    return paths
+
+
 def test_a_file_named_for_a_unix_user_but_owned_by_another_is_listed_with_its_owner(tmp_path):
     named, owner = _unix_users()
-    data = zip_bytes(("manifest.json", manifest_bytes()), (FILES[0], b"{}"))
-    dropbox = tmp_path / "dropbox"
-    planted = _put(data, dropbox / f"{named}.zip")
-    own = _put(data, dropbox / f"{owner}.zip")
-    for path in (planted, own):
-        os.chown(path, pwd.getpwnam(owner).pw_uid, pwd.getpwnam(owner).pw_gid)
-    roster = find_roster([dropbox])
+    planted, _ = _drop_box(tmp_path / "dropbox", [named, owner], owner)
+    roster = find_roster([tmp_path / "dropbox"])
     assert [s.learner for s in roster.submissions] == [owner]  # their own file is theirs
     [left] = roster.not_graded
     assert left.path == planted
@@ -228,12 +234,16 @@ def test_a_file_named_for_a_unix_user_but_owned_by_another_is_listed_with_its_ow
     )
 
 
+def test_outside_a_drop_box_a_files_owner_does_not_matter(tmp_path):
+    named, owner = _unix_users()
+    _drop_box(tmp_path / "copied", [named], owner)
+    (tmp_path / "copied").chmod(0o755)  # a copy only its owner could write to
+    assert [s.learner for s in find_roster([tmp_path / "copied"]).submissions] == [named]
+
+
 def test_on_a_shared_account_names_that_are_no_unix_user_are_taken_whoever_owns_them(tmp_path):
     _, owner = _unix_users()
-    data = zip_bytes(("manifest.json", manifest_bytes()), (FILES[0], b"{}"))
-    for name in ("hub-user-ada", "hub-user-bo"):  # hub names, one Unix account for all
-        path = _put(data, tmp_path / "dropbox" / f"{name}.zip")
-        os.chown(path, pwd.getpwnam(owner).pw_uid, -1)
+    _drop_box(tmp_path / "dropbox", ["hub-user-ada", "hub-user-bo"], owner)  # one Unix account
     roster = find_roster([tmp_path / "dropbox"])
     assert [s.learner for s in roster.submissions] == ["hub-user-ada", "hub-user-bo"]
 
@@ -244,7 +254,8 @@ def test_on_a_shared_account_names_that_are_no_unix_user_are_taken_whoever_owns_
 
 @pytest.fixture(scope="module")
 def dropbox(handed, tmp_path_factory):
-    """Grade a drop box of two learners and a link and a FIFO planted beside them."""
+    """Grade the folder holding a drop box of two learners, and a link, a FIFO and a folder
+    planted beside them."""
     tmp = tmp_path_factory.mktemp("hub")
     box = tmp / "dropbox"
     box.mkdir()
@@ -253,8 +264,9 @@ def dropbox(handed, tmp_path_factory):
     _put(handed["without_ex6"].data, box / "bob.zip")
     (box / "carol.zip").symlink_to(box / "alice.zip")
     os.mkfifo(box / "dave.zip")
+    _put(handed["whole"].data, box / "erin" / ZIP)  # anyone may make a folder there
     out = tmp / "grades.csv"
-    command = [sys.executable, "-m", "lessonkit", "grade", str(box), "--out", str(out)]
+    command = [sys.executable, "-m", "lessonkit", "grade", str(tmp), "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     rows = {r["learner"]: r for r in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
     return {"done": done, "rows": rows, "box": box}
@@ -268,8 +280,9 @@ def test_a_drop_box_gives_one_row_per_user_zip_with_its_score(dropbox):
     assert rows["bob"]["parse_sse"] == "0"
 
 
-def test_a_link_and_a_fifo_in_the_drop_box_are_listed_and_grading_goes_on(dropbox):
+def test_a_link_a_fifo_and_a_folder_in_the_drop_box_are_listed_and_grading_goes_on(dropbox):
     err, box = dropbox["done"].stderr, dropbox["box"]
     assert f"not graded: {box / 'carol.zip'}: a link (links are never followed)" in err
     assert f"not graded: {box / 'dave.zip'}: not a regular file (a FIFO" in err
+    assert f"not graded: {box / 'erin'}: a folder in a drop box (its files count)" in err
     assert stat.S_ISFIFO((box / "dave.zip").lstat().st_mode)  # left as it was
