@@ -403,9 +403,10 @@ class Report:
             state, missing = "passed", ""
         elif self.integrity:
             state, missing = "failing", "it hands its work to the course's own answer"
-        else:
-            more = f" and {len(failing) - 3} more" if len(failing) > 3 else ""
-            state, missing = "failing", self.problem or "; ".join(failing[:3]) + more
+        else:  # why checking stopped (a loop), then the first rules that fail
+            more = f"{len(failing) - 3} more" if len(failing) > 3 else ""
+            named = [self.stopped, *failing[:3], more]
+            state, missing = "failing", self.problem or "; ".join(n for n in named if n)
         return {
             "state": state,
             "checks_passed": len(public) - len(failing),
