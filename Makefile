@@ -33,7 +33,7 @@ unexport MPLBACKEND
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub lite-test chromium \
-	hub-proxy assign bench clean setup lab-setup site site-test
+	hub-proxy hub-tools assign bench clean setup lab-setup site site-test
 
 # The learner's install: what the lessons import, nothing else.
 lab-setup: $(LAB_STAMP) $(SETTINGS) $(SERVER_SETTINGS)
@@ -131,9 +131,26 @@ lite-test: setup chromium
 site-test: setup chromium $(AXE)
 	$(BIN)/pytest tests/site
 
-# A real JupyterHub on loopback, two users, a browser "on another machine" (tests/hub).
-hub: setup chromium $(CHP)
+# A real JupyterHub on loopback, a browser "on another machine", and two learners who are Unix
+# users of their own (tests/hub): made, switched to and removed by the test, so it needs root
+# (CI runs as root; without root the stage fails and says why). Their servers run from a venv
+# every user can run, made from the system's Python (tools/hub_venv.sh, python3-venv).
+hub: setup chromium $(CHP) hub-tools
 	$(BIN)/pytest tests/hub
+
+# The system's Python with venv (Debian: python3-venv) and useradd, installed here as root with apt.
+HUB_PYTHON ?= /usr/bin/python3
+export HUB_PYTHON
+hub-tools:
+	@$(HUB_PYTHON) -c "import ensurepip, venv" >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "Installing python3-venv (the hub test's course environment) ..."; \
+			apt-get install -y -qq python3 python3-venv >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq python3 python3-venv >/dev/null; }; \
+		else \
+			echo "$(HUB_PYTHON) cannot make a venv, so tests/hub will fail:" \
+				"sudo apt-get install python3-venv"; \
+		fi; }
 
 # Each notebook runs in one worker from start to end (--dist loadfile: nbval's cells
 # depend on each other). The six short exercises need no second worker.

@@ -518,6 +518,9 @@ def jupyter_lite_json(preload: list[str], *, in_site: bool, repository: str | No
         pyodide_options["env"] = {"LESSONKIT_FULL_EDITION_GUIDE": guide}
     config: dict = {
         "appName": "Token streaming (zero install)",
+        # window.jupyterapp: the hand-in button saves the open notebooks with "Save All"
+        # (lessonkit/learner/handin_button.js), as lessonkit.serve.jupyter_page does in JupyterLab
+        "exposeAppInBrowser": True,
         "litePluginSettings": {
             "@jupyterlite/pyodide-kernel-extension:kernel": {"loadPyodideOptions": pyodide_options}
         },

@@ -54,11 +54,29 @@ You will follow one running example the whole way through. A support chatbot is 
 We trace those tokens from the model, through HTTP and Server-Sent Events (SSE),
 across a network that cuts bytes wherever it likes, into the text on screen.
 
-*This notebook: about 5 minutes.*"""
+*This notebook: about 7 minutes.*"""
 )
 
 # The cells after the course map.
 AFTER_THE_MAP = [
+    md(
+        """### Your progress, and handing in
+
+Each check you run in an exercise is remembered in your course folder (how many public checks
+passed and when, never your code). Run the cell below whenever you come back: it shows every
+exercise as passed, failing or not started, and what comes next. `progress(clear=True)`
+forgets it all."""
+    ),
+    code(
+        "from lessonkit.learner import progress, submit\n\nprogress()",
+        metadata={"tags": ["nbval-ignore-output"]},  # your progress, not the course's
+    ),
+    md(
+        """When you are done (or must stop), hand in: the button below saves your open notebooks,
+runs each exercise's public checks, and writes one zip of your six exercise notebooks, with a
+receipt. The end of each exercise has the same button; in a terminal, `lessonkit submit`."""
+    ),
+    code("submit()", metadata={"tags": ["nbval-ignore-output"]}),
     md(
         """## How the exercises work
 

@@ -10,7 +10,7 @@
    write it to the course folder (``--out`` elsewhere; ``$LESSONKIT_RECORD_DIR`` when
    set), and, on a hub whose admin set ``$LESSONKIT_DROPBOX``, into that drop box as
    ``<user>.zip`` (the Unix user, or the hub's user name on a shared account; never
-   ``--name``);
+   ``--name``; ``lessonkit.learner.dropbox`` writes only where hand-ins stay apart);
 4. print the zip's sha256: the learner's receipt.
 
 The notebook's ``submit()`` shows a button. Pressed, the page first saves every open
@@ -38,6 +38,8 @@ import lessonkit
 from lessonkit.course import archive
 from lessonkit.course.folder import EXERCISES, course_folder, not_in_a_course_folder
 from lessonkit.course.record import RECORD_DIR_ENV
+from lessonkit.learner import dropbox
+from lessonkit.learner.dropbox import DROPBOX_ENV, dropbox_user
 
 __all__ = [
     "DROPBOX_ENV",
@@ -51,7 +53,6 @@ __all__ = [
     "table",
 ]
 
-DROPBOX_ENV = "LESSONKIT_DROPBOX"
 ZIP_STEM = "streaming-course-handin"
 
 
@@ -117,16 +118,6 @@ def _public_results(notebooks: Mapping[str, bytes]) -> Mapping[str, ExerciseResu
 def _safe_name(name: str) -> str:
     """Return `name` as letters, digits, '-' and '_' only (for a file name)."""
     return re.sub(r"[^\w-]+", "-", name, flags=re.UNICODE).strip("-_")[:64]
-
-
-def dropbox_user() -> str:
-    """Return whose hand-in this is on a hub: the hub's user on a shared Unix account, else
-    the Unix user."""
-    import getpass
-
-    unix_user = getpass.getuser()
-    hub_user = os.environ.get("JUPYTERHUB_USER", "")
-    return hub_user if hub_user and hub_user != unix_user else unix_user
 
 
 def _write_new(folder: Path, name: str, data: bytes) -> Path:
@@ -196,16 +187,16 @@ def hand_in(
     handed = HandedIn(
         _write_new(target, zip_name, data), data, archive.sha256(data), results, saved_at
     )
-    dropbox = os.environ.get(DROPBOX_ENV)
-    if dropbox:
+    box = os.environ.get(DROPBOX_ENV)
+    if box:
         user = dropbox_user()
         try:
-            handed.dropbox_path = _write_new(Path(dropbox), f"{user}.zip", data)
-        except OSError as error:
+            handed.dropbox_path = dropbox.put(Path(box), user, data)
+        except (dropbox.NotDropped, OSError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
             handed.notes.append(
-                f"Your hand-in could not be put in the class drop box {dropbox} as {user}.zip "
-                f"({error.strerror or error}). It is saved at {handed.zip_path}: tell your "
-                "instructor."
+                f"Your hand-in could not be put in the class drop box {box} as {user}.zip "
+                f"({reason}). It is saved at {handed.zip_path}: tell your instructor."
             )
     return handed
 
@@ -260,14 +251,26 @@ def saved_warning(handed: HandedIn, now: datetime | None = None) -> str:
 
 
 def submit(*, name: str | None = None, out: Path | str | None = None) -> Any:
-    """Show the hand-in button (nothing while ``lessonkit grade`` runs the notebook)."""
+    """Show the hand-in button, in a box whose twin says how to hand in while it is not live
+    (nothing at all while ``lessonkit grade`` runs the notebook)."""
     from lessonkit.grading import grading_mode
 
     if grading_mode():
         return None
+    from lessonkit.lab.binding import Twinned
     from lessonkit.learner.handin_button import HandInButton
 
-    return HandInButton(lambda: hand_in(name=name, out=out), table, saved_warning)
+    button = HandInButton(lambda: hand_in(name=name, out=out), table, saved_warning)
+    return Twinned(
+        [button],
+        css_class="lk-handin-box",
+        headline="Run this cell to hand in your work.",
+        what=(
+            "Its button saves your open notebooks, runs each exercise's public checks and "
+            "writes one zip of your exercise notebooks, with a receipt. In a terminal: "
+            "lessonkit submit."
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------

@@ -9,7 +9,9 @@ the receipt and the zip, which a second button downloads from the page with one 
 in JupyterLite that is how the work leaves the browser.
 
 Nothing runs until the button is pressed, so nbval and ``lessonkit grade`` (no page,
-nobody to press it) never hand in. The widget computes nothing itself: ``hand_in``,
+nobody to press it) never hand in. ``submit()`` shows it in a twinned box
+(``lessonkit.lab.binding.Twinned``): a page without the live widget says how to hand in.
+The widget computes nothing itself: ``hand_in``,
 ``table`` and ``saved_warning`` are plain functions, tested headless.
 """
 
@@ -38,10 +40,6 @@ _CSS = """
   border: 1px solid var(--jp-border-color1); padding: 6px; white-space: pre-wrap; }
 .lk-handin-status { font-style: italic; }
 """
-TEXT_TWIN = (
-    "Hand in: run this cell in JupyterLab and press its button (it saves your open "
-    "notebooks first), or run `lessonkit submit` in a terminal."
-)
 
 
 class HandInButton(anywidget.AnyWidget):
@@ -64,10 +62,6 @@ class HandInButton(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self._hand_in, self._table, self._saved_warning = hand_in, table, saved_warning
         self.on_msg(self._on_message)
-
-    def __repr__(self) -> str:
-        """Return what a page without the live widget shows (nbval, a static page)."""
-        return TEXT_TWIN
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict) or content.get("event") != "hand-in":

@@ -46,7 +46,8 @@ class Progress:
         return record.table(self.summary)
 
     def _repr_html_(self) -> str:
-        """Return the progress as an HTML table (states in words, not only in colour)."""
+        """Return the progress as an HTML table: each state in words in the text's colour,
+        marked by a coloured edge (a table's striped rows leave coloured text too faint)."""
         rows = []
         for line in self.summary["exercises"]:
             state = line["state"]
@@ -56,11 +57,11 @@ class Progress:
             points = (
                 "" if line["points"] is None else f"{line['points']:g} / {line['max_points']:g}"
             )
-            colour = _STATE_COLOURS[state]
+            colour = _STATE_COLOURS[state]  # a mark beside the words, never the text's colour
             rows.append(
                 f"<tr><td><code>{html.escape(line['notebook'])}</code></td>"
-                f'<td style="color: {colour}; font-weight: bold">{html.escape(words)}</td>'
-                f"<td>{points}</td></tr>"
+                f'<td style="border-left: 4px solid {colour}; font-weight: bold">'
+                f"{html.escape(words)}</td><td>{points}</td></tr>"
             )
         upcoming = self.summary["next"]
         after = (

@@ -201,6 +201,8 @@ def test_lessonkit_lab_from_a_learners_install_answers_at_the_first_request(lear
             assert page.status_code == 200
             assert '"treePath": "notebooks/00_start_here.ipynb"' in page.text
             assert f'"serverRoot": "{copy}"' in page.text or str(copy) in page.text
+            # lessonkit.serve.jupyter_page: the hand-in button can save through the page's app
+            assert '"exposeAppInBrowser": true' in page.text
             auth = {"Authorization": f"token {found.group(1)}"}
             # The course's JupyterLab settings, with no file copied by hand
             notification = client.get(

@@ -3,11 +3,15 @@
 The pieces conftest.py wires into fixtures:
 
 * ``Hub.start(spec, workdir)`` runs ``jupyterhub`` with a generated config: DummyAuthenticator
-  with a shared password, SimpleLocalProcessSpawner (one home per user under the run's
-  folder, ``--allow-root``, default URL ``/lab``), configurable-http-proxy from npm, free
-  loopback ports for the proxy, the hub and the proxy's API, and an API token for the
-  test. The users' servers and kernels run in the course's own environment (the Python
-  running the tests), as in a hub image with the course installed.
+  with a shared password, configurable-http-proxy from npm, free loopback ports for the
+  proxy, the hub and the proxy's API, an API token for the test, default URL ``/lab``.
+  With ``HubSpec(unix_users=True)`` (the classroom test, as root) JupyterHub's
+  LocalProcessSpawner runs each user's server as the Unix account of that name, in its
+  home; otherwise SimpleLocalProcessSpawner runs every user as this process's user, one
+  home each under the run's folder (the class bench). The hub, the users' servers and
+  their kernels run from ``spec.python``'s environment, as in a hub image with the course
+  installed; ``spec.environment`` adds to ``c.Spawner.environment`` (the class drop box)
+  and ``spec.ipc_users`` run their kernels over Unix sockets instead of loopback TCP.
 * ``ProcessTracker`` remembers, by pid and start time, every process of the hub's tree
   (proxy, single-user servers, kernels) so ``Hub.stop()`` can stop each one by its pid
   even if the hub died first. Each process of a run also carries ``RUN_MARKER`` in its
@@ -199,6 +203,12 @@ class HubSpec:
     start_timeout_s: float = 300  # 5-20 s here; generous for a machine busy many times over
     # More options for each user's Jupyter server (the bench shortens the culling times).
     server_args: tuple[str, ...] = ()
+    # LocalProcessSpawner: each user is the Unix account of that name (the hub runs as root).
+    unix_users: bool = False
+    environment: dict[str, str] = field(default_factory=dict)  # more c.Spawner.environment
+    ipc_users: tuple[str, ...] = ()  # their servers' kernels: KernelManager.transport = "ipc"
+    roles: dict[str, str] = field(default_factory=dict)  # what tests call a user -> its name
+    run_id: str = ""  # RUN_MARKER's value in every process of the run (default: a new one)
 
 
 HUB_CONFIG = """\
@@ -222,12 +232,19 @@ c.JupyterHub.authenticator_class = "dummy"
 c.DummyAuthenticator.password = {password!r}
 c.Authenticator.allowed_users = set({users!r})
 
-c.JupyterHub.spawner_class = "simple"  # SimpleLocalProcessSpawner: no system users needed
-c.SimpleLocalProcessSpawner.home_dir_template = {home_template!r}
+{spawner}
 c.Spawner.cmd = {singleuser_cmd!r}
-c.Spawner.args = ["--allow-root", "--LabApp.expose_app_in_browser=True", *{server_args!r}]
+c.Spawner.args = [*{root_args!r}, "--LabApp.expose_app_in_browser=True", *{server_args!r}]
 c.Spawner.default_url = {default_url!r}
 c.Spawner.environment = {spawner_env!r}
+
+
+def kernels_over_unix_sockets(spawner):  # in their 0700 runtime folder, not on TCP
+    if spawner.user.name in {ipc_users!r}:
+        spawner.args = [*spawner.args, "--KernelManager.transport=ipc"]
+
+
+c.Spawner.pre_spawn_hook = kernels_over_unix_sockets
 c.Spawner.start_timeout = {start_timeout}
 c.Spawner.http_timeout = {start_timeout}
 c.LocalProcessSpawner.interrupt_timeout = 10
@@ -241,6 +258,14 @@ c.JupyterHub.load_roles = [{{
     "services": ["course-test"],
 }}]
 """
+
+
+# Every user one Unix account (the class bench), or each user their own (the classroom test).
+SHARED_ACCOUNT = """\
+c.JupyterHub.spawner_class = "simple"  # SimpleLocalProcessSpawner: no system users needed
+c.SimpleLocalProcessSpawner.home_dir_template = {home_template!r}"""
+UNIX_USERS = """\
+c.JupyterHub.spawner_class = "localprocess"  # LocalProcessSpawner: user alice runs as alice"""
 
 
 @dataclass
@@ -263,7 +288,7 @@ class Hub:
         """Start the hub (and through it the proxy) on free loopback ports; return once it answers."""
         if not CHP.exists():
             raise FileNotFoundError(MISSING_CHP_HELP)
-        run_id = uuid.uuid4().hex
+        run_id = spec.run_id or uuid.uuid4().hex
         api_token = secrets.token_hex(24)
         public_port, hub_port, proxy_api_port = free_loopback_ports(3)
         config = HUB_CONFIG.format(
@@ -278,10 +303,14 @@ class Hub:
             cookie_secret_file=str(workdir / "cookie_secret"),
             password=spec.password,
             users=sorted(spec.users),
-            home_template=str(workdir / "homes" / "{username}"),
+            spawner=(UNIX_USERS if spec.unix_users else SHARED_ACCOUNT).format(
+                home_template=str(workdir / "homes" / "{username}")
+            ),
+            root_args=[] if spec.unix_users else ["--allow-root"],
+            ipc_users=sorted(spec.ipc_users),
             singleuser_cmd=[str(spec.python), "-m", "jupyterhub.singleuser"],
             default_url=spec.default_url,
-            spawner_env={RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1"},
+            spawner_env={RUN_MARKER: run_id, "PYTHONUNBUFFERED": "1", **spec.environment},
             start_timeout=int(spec.start_timeout_s),
             api_token=api_token,
             server_args=list(spec.server_args),
@@ -352,9 +381,39 @@ class Hub:
         """The hub as the browser 'on another machine' reaches it."""
         return f"http://{host}:{self.public_port}"
 
+    def name(self, role: str) -> str:
+        """The hub's (and the Unix) name of the user tests call `role` ("alice")."""
+        return self.spec.roles.get(role, role)
+
     def home(self, user: str) -> Path:
         """The user's home (their server's root folder)."""
+        if self.spec.unix_users:
+            import pwd
+
+            return Path(pwd.getpwnam(user).pw_dir)
         return self.workdir / "homes" / user
+
+    def ensure_server(self, user: str) -> JupyterServer:
+        """Start the user's server through the hub's API unless it runs; return its API."""
+        if not self.server_ready(user):
+            with contextlib.suppress(httpx.HTTPStatusError):  # 400: a spawn already pending
+                self.api("POST", f"/hub/api/users/{user}/server")
+            wait_for(
+                lambda: self.server_ready(user),
+                timeout_s=self.spec.start_timeout_s,
+                what=f"{user}'s server",
+            )
+        self.tracker.adopt_tree(self.process.pid)
+        return self.user_server(user)
+
+    def server_process(self, user: str) -> psutil.Process:
+        """Return the process of the user's single-user server."""
+        for process in psutil.Process(self.process.pid).children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if "jupyterhub.singleuser" in " ".join(process.cmdline()):
+                    if process.environ().get("JUPYTERHUB_USER") == user:
+                        return process
+        raise AssertionError(f"no single-user server runs for {user}")
 
     def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """One REST call with the test's token; path like /hub/api/users."""
@@ -390,6 +449,7 @@ class Hub:
 def _hub_environment(spec: HubSpec, workdir: Path, run_id: str) -> dict[str, str]:
     """The hub's environment: ours without Jupyter variables; the course's bin first on PATH."""
     drop = ("JUPYTER", "JUPYTERHUB_", "CONFIGPROXY_", "PYTHONPATH", "IPYTHONDIR", "MPLBACKEND")
+    drop += ("LESSONKIT_", "VIRTUAL_ENV")  # a learner's progress goes to their own course folder
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env["PATH"] = os.pathsep.join([str(spec.python.parent), env.get("PATH", "/usr/bin:/bin")])
     env["HOME"] = str(workdir)
@@ -398,18 +458,26 @@ def _hub_environment(spec: HubSpec, workdir: Path, run_id: str) -> dict[str, str
     return env
 
 
-def course_files() -> dict[str, str]:
-    """The course's notebooks as a learner's home gets them, outputs cleared."""
+def course_files(exercises: Path | None = None) -> dict[str, str]:
+    """The course's notebooks as a learner's home gets them, outputs cleared; with
+    `exercises` (a folder of ex*.ipynb), also the learner's exercises/ folder from it."""
     import nbformat
 
-    files = {}
-    for path in sorted((REPO_ROOT / "notebooks").glob("*.ipynb")):
+    def cleared(path: Path) -> str:
         notebook = nbformat.read(path, as_version=4)
         for cell in notebook.cells:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
         notebook.metadata.pop("widgets", None)
-        files[f"{COURSE_FOLDER}/notebooks/{path.name}"] = nbformat.writes(notebook)
+        return nbformat.writes(notebook)
+
+    files = {
+        f"{COURSE_FOLDER}/notebooks/{path.name}": cleared(path)
+        for path in sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+    }
+    if exercises is not None:
+        for path in sorted(exercises.glob("ex*.ipynb")):
+            files[f"{COURSE_FOLDER}/exercises/{path.name}"] = cleared(path)
     return files
 
 

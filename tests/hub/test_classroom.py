@@ -1,7 +1,7 @@
 """The course on a real JupyterHub, used from a browser on "another machine".
 
-JupyterHub (DummyAuthenticator, SimpleLocalProcessSpawner, configurable-http-proxy) runs
-on loopback with two users. Chromium reaches it as http://hub.test:PORT/ and its pages
+JupyterHub (DummyAuthenticator, LocalProcessSpawner, configurable-http-proxy) runs on
+loopback with two users, alice and bob, each a Unix user of their own (conftest.py). Chromium reaches it as http://hub.test:PORT/ and its pages
 cannot reach 127.0.0.1 at all, as a learner's laptop could not reach the hub's loopback.
 For each user, from the hub's login form:
 
@@ -59,7 +59,6 @@ from labdriver import (
     open_notebook,
     run_all_and_wait,
     tracebacks,
-    wait_for,
 )
 from lifecycle import run_choice
 from pacing import assert_paced
@@ -122,16 +121,17 @@ def test_a_learner_runs_lessons_03_and_05_from_another_machine(
     user: str, hub: Hub, remote: RemotePage, timings: dict[str, Any]
 ) -> None:
     page, record = remote.page, timings.setdefault(user, {})
+    name = hub.name(user)  # the Unix user's name, which is the hub's
     started = time.monotonic()
 
     # The hub's login form, the spawn, then JupyterLab under /user/<name>/.
-    lab_url = login(page, hub.public_url(), user, hub.spec.password)
+    lab_url = login(page, hub.public_url(), name, hub.spec.password)
     record["login_spawn_lab_s"] = time_since(started)
-    assert lab_url.startswith(f"{hub.public_url()}/user/{user}/lab"), lab_url
-    assert hub.server_ready(user)
-    base_url = f"/user/{user}/"
+    assert lab_url.startswith(f"{hub.public_url()}/user/{name}/lab"), lab_url
+    assert hub.server_ready(name)
+    base_url = f"/user/{name}/"
     assert page_config(page)["baseUrl"] == base_url
-    server = hub.user_server(user)
+    server = hub.user_server(name)
     notification = server.api(
         "GET", "/lab/api/settings/@jupyterlab/apputils-extension:notification"
     ).json()
@@ -301,10 +301,7 @@ def kernel_listening_ports(hub: Hub, kernel_id: str) -> set[int]:
 
 def start_demo_in_a_kernel(hub: Hub, user: str) -> tuple[str, Path, str, set[int], set[int]]:
     """Start a kernel of `user` and the demo in it: (name, socket path, kernel id, ports before, after)."""
-    if not hub.server_ready(user):
-        hub.api("POST", f"/hub/api/users/{user}/server")
-        wait_for(lambda: hub.server_ready(user), timeout_s=90, what=f"{user}'s server")
-    server = hub.user_server(user)
+    server = hub.ensure_server(user)
     kernel_id = server.api("POST", "/api/kernels", json={"name": "python3"}).json()["id"]
     with server.kernel_client(kernel_id) as kernel:
         kernel.execute("import lessonkit.lab.browser_demo")
@@ -318,7 +315,7 @@ def start_demo_in_a_kernel(hub: Hub, user: str) -> tuple[str, Path, str, set[int
 def test_a_learner_reaches_only_their_own_demo_and_no_loopback_port(
     hub: Hub, remote: RemotePage, timings: dict[str, Any]
 ) -> None:
-    alice, bob = USERS
+    alice, bob = (hub.name(role) for role in USERS)
     record = timings.setdefault("refusal", {})
     started = time.monotonic()
     alices, path, alice_kernel, before, after = start_demo_in_a_kernel(hub, alice)
