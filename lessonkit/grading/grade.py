@@ -241,10 +241,11 @@ def _claim_notes(submission: Submission, reports: dict[str, Report]) -> list[str
             continue
         rerun = (reports.get(exercise_id) or not_found(EXERCISES[exercise_id])).public_result()
         claimed = _said(notebook.claimed.get("state"), notebook.claimed.get("points"))
-        if claimed != _said(rerun["state"], rerun["points"]):
+        found = _said(rerun["state"], rerun["points"])
+        if claimed != found:
             notes.append(
                 f"{notebook.name}: its manifest says {claimed}; the grader's rerun of its "
-                f"public checks: {_said(rerun['state'], rerun['points'])}"
+                f"public checks: {found}"
             )
     return notes
 
@@ -334,8 +335,8 @@ EXIT_CODES = (
     "written, but a file was left out for a reason the grader could not settle (two originals "
     "of one notebook for one learner, a resubmission included: see 'not graded'); 2 = nothing "
     "was graded and no CSV was written: a SUBMISSION path does not exist, no notebook was "
-    "found (a file that is neither a notebook nor a hand-in zip is never a learner), an output cannot be written, "
-    "or --require-sandbox and no sandbox can be had."
+    "found (a file that is neither a notebook nor a hand-in zip is never a learner), an "
+    "output cannot be written, or --require-sandbox and no sandbox can be had."
 )
 
 
