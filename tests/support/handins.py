@@ -2,8 +2,8 @@
 
 ``solved_course(folder)`` lays out a course folder whose exercises/ holds the solved
 notebooks from solutions/ (as a learner who finished would have them);
-``hand_in_here(course, out)`` hands it in with the real public checks, as `lessonkit
-submit` does. ``zip_bytes`` writes an archive field by field -- local headers, central
+``hand_in_here(course, out)`` hands it in as `lessonkit submit` does (the public checks
+are the grader's ``public_results``). ``zip_bytes`` writes an archive field by field -- local headers, central
 directory, end record -- so a test can give a member any name, mode, compression method
 or declared size, the way an attacker would, with nothing in between to tidy it up.
 
@@ -21,8 +21,7 @@ from pathlib import Path
 
 from lessonkit.course import archive
 from lessonkit.course.folder import EXERCISES
-from lessonkit.grading import public_results
-from lessonkit.learner.handin import ExerciseResult, HandedIn, hand_in
+from lessonkit.learner.handin import HandedIn, hand_in
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [f"{stem}.ipynb" for stem in EXERCISES]
@@ -36,15 +35,10 @@ def solved_course(folder: Path) -> Path:
     return folder
 
 
-def checker(notebooks):
-    """Run the public checks as submit() does: the grader's public_results."""
-    return {file: ExerciseResult(**line) for file, line in public_results(notebooks).items()}
-
-
 def hand_in_here(course: Path, out: Path) -> HandedIn:
     """Hand in the course folder ``course`` into ``out`` as `lessonkit submit` would."""
     out.mkdir(parents=True, exist_ok=True)
-    return hand_in(start=course / "notebooks", out=out, checker=checker)
+    return hand_in(start=course / "notebooks", out=out)
 
 
 def manifest_bytes() -> bytes:
