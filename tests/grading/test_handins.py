@@ -68,6 +68,7 @@ def graded(handed, tmp_path_factory):
     exports = tmp / "exports"
     _put(data, exports / "moodle" / "Nina Handin_200101_assignsubmission_file_" / ZIP)
     _put(data, exports / "canvas" / f"handinnina_1201_9001_{ZIP}")
+    _put(data, exports / "canvas" / f"latelou_LATE_1202_9002_{ZIP}")
     _put(data, exports / "nbgrader" / "submitted" / "kim" / "ps1" / ZIP)
     given = _put(data, tmp / "downloads" / "streaming-course-handin-Ola.zip")
     read = archive.read_handin(data)
@@ -91,7 +92,10 @@ def _scores(row: dict) -> list[str]:
 def test_every_way_a_hand_in_arrives_is_one_learner_named_by_where_it_arrived(graded):
     assert graded["code"] == 0
     assert sorted(graded["rows"]) == sorted(
-        ["nina", "Nina Handin_200101", "handinnina_1201", "kim", "Ola", "sam", "noor", "lee"]
+        [
+            *["nina", "Nina Handin_200101", "handinnina_1201", "latelou_1202", "kim", "Ola"],
+            *["sam", "noor", "lee"],
+        ]
     )
 
 
@@ -109,6 +113,8 @@ def test_a_hand_in_renamed_by_canvas_is_scored_as_its_six_notebooks_are(graded):
     assert (canvas["status"], canvas["lms"], canvas["lms_id"]) == ("ok", "canvas", "1201")
     assert _scores(canvas) == _scores(rows["nina"])
     assert f"handinnina_1201_9001_{ZIP}/ex1_response_times.ipynb" in canvas["files"]
+    late = rows["latelou_1202"]  # Canvas's _LATE_ mark, on a zip as on a notebook
+    assert (late["late"], _scores(late)) == ("yes", _scores(rows["nina"]))
 
 
 def test_a_hand_in_in_nbgrader_submitted_or_given_directly_is_graded_too(graded):
