@@ -23,9 +23,11 @@ for a note when they disagree.
 
 Reading is for untrusted archives: only the manifest and the six named notebooks are
 read, each size-capped, in memory, and no path from the archive is ever used on disk.
-An archive with a member that climbs out (``../``, an absolute path), a link, more
-members than a hand-in has, or a member whose size (declared or real) passes its cap is
-not a hand-in (``NotAHandIn`` says which).
+An archive with a member that climbs out (``../``, an absolute path), a link, two
+members of one name, more members than a hand-in has, a member whose size (declared or
+real) passes its cap, or a notebook compressed otherwise than ``submit()`` does (bzip2
+and LZMA unpack without a bound on what one read makes) is not a hand-in
+(``NotAHandIn`` says which).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from lessonkit.course.folder import EXERCISES
 
 __all__ = [
     "HANDIN_KIND",
+    "HANDIN_NAME",
     "MANIFEST",
     "NOTEBOOK_FILES",
     "HandIn",
@@ -55,6 +58,7 @@ __all__ = [
 ]
 
 HANDIN_KIND = "streaming-course hand-in"
+HANDIN_NAME = "streaming-course-handin"  # the zip's stem as submit() names it (-NAME with --name)
 FORMAT = 1
 MANIFEST = "manifest.json"
 NOTEBOOK_FILES = tuple(f"{stem}.ipynb" for stem in EXERCISES)
@@ -100,12 +104,16 @@ class HandIn:
         return {}
 
     def hash_notes(self) -> list[str]:
-        """Return a note for each notebook whose sha256 is not the one its manifest lists."""
+        """Return a note for each notebook whose sha256 is not the one its manifest lists,
+        and for each the manifest lists (with a sha256) that the zip does not hold."""
         notes = []
         for file, data in self.notebooks.items():
             listed = self.claimed(file).get("sha256")
             if listed and listed != sha256(data):
                 notes.append(f"{file} is not the file the manifest lists (sha256 differs)")
+        for file in NOTEBOOK_FILES:
+            if file not in self.notebooks and self.claimed(file).get("sha256"):
+                notes.append(f"{file} is listed in the manifest but not in the zip")
         return notes
 
 
@@ -144,6 +152,8 @@ def _refuse_member(info: zipfile.ZipInfo) -> str | None:
     mode = info.external_attr >> 16
     if stat.S_ISLNK(mode):
         return f"a member is a link ({name!r})"
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        return f"a member is compressed in a way a hand-in never is ({name!r})"
     return None
 
 
@@ -186,6 +196,8 @@ def read_handin(data: bytes) -> HandIn:
             if why:
                 raise NotAHandIn(why)
         by_name = {info.filename: info for info in members}
+        if len(by_name) < len(members):  # which one would a reader take? each its own
+            raise NotAHandIn("two members of the archive have the same name")
         if MANIFEST not in by_name:
             raise NotAHandIn(f"an archive without a hand-in's {MANIFEST}")
         try:

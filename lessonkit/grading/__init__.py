@@ -32,10 +32,12 @@ Running learner code:
     child        that process: python -m lessonkit.grading.child (grading; --worker for check)
     timed_calls  check's calls under a time limit: a worker process, or this process
     notebook     check(), try_it, practice_fetch, live_resume: what the exercise notebooks call
+    public       public_results: the public checks of handed-in notebooks, for submit()
 
 `lessonkit grade`, as its four steps:
 
-    roster       1. find the submissions: one per learner from any LMS layout, the rest listed
+    roster       1. find the submissions: one per learner from any LMS layout, notebooks or a
+                 hand-in zip, the rest listed
     run          2. run each learner's notebooks in their sandbox: LearnerHost, NotebookRun
     sandbox      ... bubblewrap and rlimits around the child; its Report
     guard        ... inside the sandbox, first: names the attempts the OS refuses
@@ -60,6 +62,7 @@ _PUBLIC = {
     "http_fetch": "lessonkit.grading.notebook",
     "live_resume": "lessonkit.grading.notebook",
     "practice_fetch": "lessonkit.grading.notebook",
+    "public_results": "lessonkit.grading.public",
     "try_it": "lessonkit.grading.notebook",
 }
 

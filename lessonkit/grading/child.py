@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import io
 import json
 import linecache
@@ -60,6 +61,7 @@ import os
 import pickle
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -210,13 +212,17 @@ def run_cells(
     values: list[str],
     exec_limit_s: float,
     shown_limit_s: float | None = None,
+    limit: Callable[[float], contextlib.AbstractContextManager[Any]] | None = None,
 ) -> tuple[dict[str, Any], list[dict], str]:
     """Run the cells in one namespace; return (graded objects, cell errors, why it stopped).
 
     A name is kept from the last cell after which it was bound to the right kind
     of object (a function for "names", a dict for "values"), so reusing the name
-    later for something else does not lose the learner's answer.
+    later for something else does not lose the learner's answer. Each cell runs in
+    ``limit(seconds left)``, a block that raises TimeUp in it when they are up: by
+    default a wall-clock alarm (``public_results`` passes the browser kernel's budget).
     """
+    limit = limit or functools.partial(time_limit, timer=signal.ITIMER_REAL)
     namespace: dict[str, Any] = {
         "__name__": "__main__",
         "display": lambda *args, **kwargs: None,
@@ -228,44 +234,40 @@ def run_cells(
     too_long = f"the notebook's code did not finish within {shown_limit_s or exec_limit_s:g} s" + (
         " (--timeout)" if shown_limit_s else ""
     )
-    signal.setitimer(signal.ITIMER_REAL, exec_limit_s)  # the notebook's wall-clock time
-    try:
-        for index, source in enumerate(cells):
-            filename = f"<cell {index + 1}>"
-            code_text = _clean_cell(source)
-            linecache.cache[filename] = (len(code_text), None, code_text.splitlines(True), filename)
-            try:
+    deadline = time.monotonic() + exec_limit_s  # the notebook's wall-clock time
+    for index, source in enumerate(cells):
+        filename = f"<cell {index + 1}>"
+        code_text = _clean_cell(source)
+        linecache.cache[filename] = (len(code_text), None, code_text.splitlines(True), filename)
+        try:
+            with limit(max(deadline - time.monotonic(), 0.001)):
                 exec(compile(code_text, filename, "exec"), namespace)
-            except TimeUp:
-                stopped = too_long
-                errors.append({"cell": index + 1, "error": stopped})
-                break
-            except SystemExit:
-                stopped = f"cell {index + 1} called exit()"
-                errors.append({"cell": index + 1, "error": "SystemExit (exit() was called)"})
-                break
-            except BaseException as exc:
-                kind = type(exc).__name__
-                errors.append(
-                    {
-                        "cell": index + 1,
-                        "error": f"{kind}: {message_of(exc)}",
-                        "where": learner_line(exc.__traceback__),
-                        "type": kind,
-                        "errno": exc.errno if isinstance(exc, OSError) else None,
-                    }
-                )
-            finally:
-                for name in names:
-                    if callable(namespace.get(name)):
-                        found[name] = namespace[name]
-                for name in values:
-                    if isinstance(namespace.get(name), dict):
-                        found[name] = namespace[name]
-    except TimeUp:
-        stopped = too_long
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        except TimeUp:
+            stopped = too_long
+            errors.append({"cell": index + 1, "error": stopped})
+            break
+        except SystemExit:
+            stopped = f"cell {index + 1} called exit()"
+            errors.append({"cell": index + 1, "error": "SystemExit (exit() was called)"})
+            break
+        except BaseException as exc:
+            kind = type(exc).__name__
+            errors.append(
+                {
+                    "cell": index + 1,
+                    "error": f"{kind}: {message_of(exc)}",
+                    "where": learner_line(exc.__traceback__),
+                    "type": kind,
+                    "errno": exc.errno if isinstance(exc, OSError) else None,
+                }
+            )
+        finally:
+            for name in names:
+                if callable(namespace.get(name)):
+                    found[name] = namespace[name]
+            for name in values:
+                if isinstance(namespace.get(name), dict):
+                    found[name] = namespace[name]
     return found, errors, stopped
 
 

@@ -19,7 +19,9 @@
   an exercise's points are the sum of its rules' points.
 * **Public vs hidden.** ``Rule(hidden=True)`` runs only at grading
   (``Mode(hidden=True)``); its inputs are drawn from the grading seed, and its
-  feedback names the rule and what came back, never the input.
+  feedback names the rule and what came back, never the input. What the public
+  rules say, as ``check()`` shows it, is ``Report.public_result()``: the line of
+  the progress record and of a hand-in's manifest.
 * **Shrinking.** No search: each rule's cases are sorted by ``Case.size``
   (bytes, then chunks) and a rule fails at its first failing case. A case may
   carry ``control`` arguments (the same input without the rule's feature): a
@@ -384,6 +386,40 @@ class Report:
         public = [f for f in same if not f.hidden] or same
         about = [f for f in public if f.about == first.cause]
         return about[0] if about else min(public, key=lambda f: f.size)
+
+    def public_result(self) -> dict[str, Any]:
+        """Return what the public rules say, as ``check()`` shows it (hidden ones left out).
+
+        ``{"state": "passed" | "failing" | "not started", "checks_passed": 5, "checks": 8,
+        "points": 18, "max_points": 30, "missing": "..."}``: the public rules passed of
+        those the exercise has, their points of the exercise's (hidden rules' included, as
+        ``check()`` says them), and ``missing``, what still fails in words ("" when passed).
+        """
+        public = [f for f in self.findings if not f.hidden]
+        failing = [f.rule for f in public if not f.passed]
+        if self.not_attempted:
+            state, missing = "not started", f"{self.id} is not written yet"
+        elif public and not failing and not self.integrity:
+            state, missing = "passed", ""
+        elif self.integrity:
+            state, missing = "failing", "it hands its work to the course's own answer"
+        else:  # why checking stopped (a loop), then the first rules that fail
+            more = f"{len(failing) - 3} more" if len(failing) > 3 else ""
+            named = [self.stopped, *failing[:3], more]
+            state, missing = "failing", self.problem or "; ".join(n for n in named if n)
+        return {
+            "state": state,
+            "checks_passed": len(public) - len(failing),
+            "checks": sum(not rule.hidden for rule in self.exercise.rules),
+            "points": 0.0 if self.integrity else round(sum(f.points for f in public), 2),
+            "max_points": self.points,
+            "missing": missing,
+        }
+
+
+def not_found(exercise: Exercise) -> Report:
+    """Return the Report of a notebook that defines nothing under the exercise's id."""
+    return Report(exercise, problem=f"no {exercise.asks_for} named {exercise.id} in the notebook")
 
 
 # ---------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Grading is four steps, one module each:
 
 1. **Find the submissions** (``roster``): one submission per learner, from any
-   LMS layout; every other file is listed with its reason.
+   LMS layout, of notebooks or a hand-in zip; every other file is listed with its
+   reason.
 2. **Run each learner in its sandbox** (``run``, ``sandbox``): a fresh
    Python process per learner, never trusting stored outputs, with no
    network, no view of the grader or its files, and limits on memory,
@@ -18,6 +19,10 @@ Grading is four steps, one module each:
    flagged, limited or error row), the per-rule CSV, feedback files, the class
    report, Canvas and Moodle imports. Every output is written to a temporary
    file and renamed into place.
+
+A hand-in zip's manifest is the learner's own account of its public checks: the
+scores come from the rerun alone, and a row whose manifest says otherwise than the
+rerun's public checks (``Report.public_result``) carries a note saying both.
 
 Broken input never stops the run; nothing submitted is modified.
 """
@@ -42,13 +47,10 @@ from lessonkit.grading.channel import ChildGone
 from lessonkit.grading.engine import (
     CALL_LIMIT_S,
     DEFAULT_SEED,
-    Answers,
-    Exercise,
     Mode,
     Plan,
     Report,
-    evaluate,
-    evaluate_answers,
+    not_found,
 )
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.feedback import report_text
@@ -65,6 +67,7 @@ from lessonkit.grading.report import (
     write_rules_csv,
 )
 from lessonkit.grading.roster import (
+    COURSE_NOTEBOOKS,
     NotANotebook,
     Roster,
     Submission,
@@ -118,17 +121,6 @@ class Grading:
 
 # ---------------------------------------------------------------------------
 # Steps 2 and 3 for one learner: run the notebooks in the sandbox, judge each exercise
-
-
-def grade_exercise(run: NotebookRun, exercise: Exercise, grading: Grading) -> Report:
-    """Return the graded Report (public and hidden rules) of one exercise in a notebook run."""
-    copied = run.copied.get(exercise.id, {})
-    if isinstance(exercise, Answers):
-        value = run.value(exercise.id)
-        return evaluate_answers(exercise, value, grading.mode, used=[*copied, *run.cell_used])
-    plan = grading.plans[exercise.id]
-    calls = run.calls(exercise.id, plan, grading.mode.limit_s)
-    return evaluate(exercise, calls, grading.mode, plan=plan, used=copied)
 
 
 def grade_submission(submission: Submission, grading: Grading, *, slot: int = 0) -> Row:
@@ -193,7 +185,8 @@ class _Learner:
                 if exercise.id in elsewhere:
                     continue
                 try:
-                    self.reports[exercise.id] = grade_exercise(run, exercise, self.grading)
+                    plan = self.grading.plans[exercise.id]
+                    self.reports[exercise.id] = run.judge(exercise, self.grading.mode, plan)
                 except (ChildGone, NotebookEnded) as exc:
                     self.errors.append(f"{name}: {exc}")
         finally:
@@ -213,6 +206,7 @@ class _Learner:
                 notes.append(f"the learner's sandbox ended: {report.status}")
             if report.leftover_pids:
                 errors.append(f"processes left after the sandbox ended: {report.leftover_pids}")
+        notes += _claim_notes(submission, reports)
         for report in reports.values():
             for error_type in report.raised:
                 flags.update(flags_for_exception(error_type))
@@ -235,6 +229,33 @@ class _Learner:
         row.status = _status(row)
         row.feedback = _feedback(submission, row, self.cell_notes)
         return row
+
+
+def _claim_notes(submission: Submission, reports: dict[str, Report]) -> list[str]:
+    """Return a note for each hand-in notebook whose manifest's state or points are not what
+    the rerun's public checks give (the manifest never changes a score)."""
+    notes = []
+    for notebook in submission.notebooks:
+        exercise_id = COURSE_NOTEBOOKS.get(notebook.path.stem)
+        if notebook.claimed is None or exercise_id is None:
+            continue
+        rerun = (reports.get(exercise_id) or not_found(EXERCISES[exercise_id])).public_result()
+        claimed = _said(notebook.claimed.get("state"), notebook.claimed.get("points"))
+        found = _said(rerun["state"], rerun["points"])
+        if claimed != found:
+            notes.append(
+                f"{notebook.name}: its manifest says {claimed}; the grader's rerun of its "
+                f"public checks: {found}"
+            )
+    return notes
+
+
+def _said(state: object, points: object) -> str:
+    """Return a public result as a note says it: "failing, 12 points" (a stub: "not started")."""
+    if state == "not started":
+        return "not started"
+    shown = f"{points:g}" if isinstance(points, (int, float)) else str(points)[:20]
+    return f"{str(state)[:20]}, {shown} points"
 
 
 def _status(row: Row) -> str:
@@ -314,8 +335,8 @@ EXIT_CODES = (
     "written, but a file was left out for a reason the grader could not settle (two originals "
     "of one notebook for one learner, a resubmission included: see 'not graded'); 2 = nothing "
     "was graded and no CSV was written: a SUBMISSION path does not exist, no notebook was "
-    "found (a file that is not a notebook is never a learner), an output cannot be written, "
-    "or --require-sandbox and no sandbox can be had."
+    "found (a file that is neither a notebook nor a hand-in zip is never a learner), an "
+    "output cannot be written, or --require-sandbox and no sandbox can be had."
 )
 
 
@@ -326,8 +347,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "submissions",
         nargs="+",
         metavar="SUBMISSION",
-        help="notebooks or folders: a folder per learner, an nbgrader submitted/ folder, "
-        "a Moodle, Gradescope or Canvas export",
+        help="notebooks, hand-in zips (lessonkit submit's) or folders: a folder per learner, "
+        "an nbgrader submitted/ folder, a Moodle, Gradescope or Canvas export, a drop box of "
+        "<user>.zip files",
     )
     parser.add_argument(
         "--out",

@@ -22,6 +22,11 @@ course's own answers they run into (``integrity``), so ``check`` says "write
 your own reader" where ``lessonkit grade`` would give no points.
 ``lessonkit grade`` is where submissions run sandboxed, and where the hidden
 checks run.
+
+Each learner's own ``check()`` writes its outcome into the progress record
+(``lessonkit.course.record``): the public checks passed, the points, when; never
+the code. A check while grading (``grading_mode()``: ``lessonkit grade``, and
+``public_results`` for ``submit()``) records nothing, nor does a stub's.
 """
 
 from __future__ import annotations
@@ -127,7 +132,7 @@ def check(
             False, 0.0, exercise.points, "checked by `lessonkit grade`", exercise=exercise_id
         )
     try:
-        report = _run_public(exercise, fn, Mode(limit_s=limit_s), runner or choose_runner())
+        report = public_report(exercise, fn, Mode(limit_s=limit_s), runner or choose_runner())
     except Exception as exc:  # the checker's own bug must not break the learner's notebook
         text = (
             f"{exercise_id}: the checker itself failed ({type(exc).__name__}: {exc}); "
@@ -137,10 +142,31 @@ def check(
     result = CheckResult(
         report.passed, report.score, exercise.points, report_text(report), report, exercise_id
     )
+    _record(report)
     return _finish(result, show)
 
 
-def _run_public(exercise: Exercise, fn: Any, mode: Mode, runner: Runner) -> Report:
+def _record(report: Report) -> None:
+    """Write a learner's check into their progress record; never raises, never shows."""
+    try:
+        line = report.public_result()
+        if line["state"] != "not started":
+            from lessonkit.course.record import record
+
+            record(
+                report.id,
+                passed=line["state"] == "passed",
+                checks_passed=line["checks_passed"],
+                checks=line["checks"],
+                points=line["points"],
+                max_points=line["max_points"],
+            )
+    except Exception:  # the record is a bonus: a check's feedback never depends on it
+        pass
+
+
+def public_report(exercise: Exercise, fn: Any, mode: Mode, runner: Runner) -> Report:
+    """Return the Report of ``fn`` (a dict for ``Answers``) on the exercise's public rules."""
     if isinstance(exercise, Answers):
         return evaluate_answers(exercise, to_jsonable(fn), mode, used=integrity.copies(fn))
     if not callable(fn):

@@ -20,20 +20,34 @@ own, at any depth:
   (``class/alice/week1/...`` and ``class/alice/week2/...``) stays alice's;
 * loose notebooks in a folder: course notebooks (by name or metadata), each a
   different one, are one learner named by the folder; any other notebook
-  (``bob.ipynb``) is a learner of its own, named by the file.
+  (``bob.ipynb``) is a learner of its own, named by the file;
+* hand-in zips (``submit()``'s), wherever a notebook may be, recognised by their
+  manifest, never by their name (``lessonkit.course.archive`` reads them in
+  memory): a loose one is named by the file (a drop box's ``alice.zip``,
+  ``streaming-course-handin-alice.zip``) or, under ``submit()``'s own name, by
+  its folder. A learner who handed in a zip is graded from it alone: their loose
+  notebooks are listed as not graded, and a second zip is listed *unexplained*.
 
 Names may be in any script. Every file handed over ends up either in exactly
 one learner's submission or in ``Roster.not_graded`` with its reason: a second
 copy of a notebook (Jupyter's ``-Copy1``, ``(1)``), a checkpoint, a file that
-is not a notebook. Only notebooks make a learner: a file or a folder without
-one is listed, never a row. A second original of the same notebook for one
-learner is listed as not graded and *unexplained*, which makes ``lessonkit
-grade`` exit 1. A learner id found in two places is one learner when one LMS
-gives both the same id (nbgrader's student, a Canvas user): merged, with a
-note naming both places; otherwise the two are kept apart (``sam (a)``,
-``sam (b)``), each with a note naming the other place. A notebook that cannot
-be read is still a learner's (the grader makes it an error on the exercise
-its name says).
+is neither a notebook nor a hand-in (any other archive, one with a ``../`` member,
+a link or a bomb inside). Only notebooks and hand-ins make a learner: a file or a
+folder without one is listed, never a row. A second original of the same
+notebook for one learner is listed as not graded and *unexplained*, which makes
+``lessonkit grade`` exit 1. A learner id found in two places is one learner
+when one LMS gives both the same id (nbgrader's student, a Canvas user):
+merged, with a note naming both places; otherwise the two are kept apart
+(``sam (a)``, ``sam (b)``), each with a note naming the other place. A notebook
+that cannot be read is still a learner's (the grader makes it an error on the
+exercise its name says).
+
+Nothing is followed or waited on: an entry that is a link, a FIFO, a device or a
+socket is listed, and every file is opened without following a link
+(``read_file``). A folder anyone may write to is a drop box (a hub's, mode 1733):
+its files are each the learner their name says, and a folder in it is listed.
+There, a file named for a learner who is a Unix user but owned by another user
+is listed with that owner (``_planted``): it was put there under another's name.
 
 A submission's notebooks are ``Notebook`` objects: a file, or bytes that came
 from elsewhere (an archive); ``read_code_cells(data)`` reads a notebook's
@@ -42,14 +56,20 @@ code from its bytes, never its stored outputs.
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import re
+import stat
 import unicodedata
-from collections.abc import Iterable, Iterator
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from lessonkit.course import archive
 from lessonkit.grading.exercises import EXERCISES
 
 # course notebook id -> the exercise it holds: ex1_response_times ... ex6_parse_sse
@@ -66,18 +86,21 @@ _MOODLE = re.compile(
 )
 _GRADESCOPE = re.compile(r"^submission_\d+$")
 _GRADESCOPE_META = "submission_metadata.yml"
+FILE_LIMIT_BYTES = archive.ARCHIVE_LIMIT_BYTES  # the largest file read: a notebook, a hand-in
 
 
 @dataclass(frozen=True)
 class Notebook:
     """One notebook handed in: the path it was found at, and its bytes when not from that file.
 
-    A notebook taken out of an archive carries its ``data``; its ``path``
-    then names it (``alice.zip/ex1_response_times.ipynb``).
+    A notebook taken out of a hand-in zip carries its ``data``, and its
+    manifest's line in ``claimed`` (``{}`` when it has none); its ``path`` then
+    names it (``alice.zip/ex1_response_times.ipynb``).
     """
 
     path: Path
     data: bytes | None = None
+    claimed: Mapping[str, Any] | None = field(default=None, compare=False)
 
     @property
     def name(self) -> str:
@@ -86,7 +109,7 @@ class Notebook:
 
     def read(self) -> bytes:
         """Return the notebook's bytes (OSError when its file cannot be read)."""
-        return self.data if self.data is not None else self.path.read_bytes()
+        return self.data if self.data is not None else read_file(self.path)
 
     def __str__(self) -> str:
         return str(self.path)
@@ -136,6 +159,7 @@ class _Found:
     lms_id: str = ""
     notebooks: list[Notebook] = field(default_factory=list)
     late: list[str] = field(default_factory=list)
+    handins: list[tuple[Path, archive.HandIn]] = field(default_factory=list)
 
 
 def _plain_name(name: str) -> str:
@@ -207,10 +231,69 @@ def _skipped(name: str) -> str | None:
     return _SKIPPED_DIRS.get(name) or ("a hidden folder" if name.startswith(".") else None)
 
 
+def read_file(path: Path, limit: int = FILE_LIMIT_BYTES) -> bytes:
+    """Return a regular file's bytes, opened without following a link or waiting on a FIFO.
+
+    Raises OSError (ELOOP for a link) for anything else, or a file over ``limit`` bytes.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    with os.fdopen(os.open(path, flags), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes")
+    return data
+
+
+def _odd(path: Path) -> str | None:
+    """Return why an entry is never read -- a link, a FIFO, a device, a socket -- else None."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISLNK(mode):
+        return "a link (links are never followed)"
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "not a regular file (a FIFO, a device or a socket)"
+    return None
+
+
+def _planted(path: Path, name: str) -> str | None:
+    """Return why ``path``, named for learner ``name``, is not theirs to hand in, else None.
+
+    On a hub each learner is a Unix user, and a drop box lets every learner write in it: a
+    file there named for a Unix user but owned by another user was put there by that owner.
+    Taken as theirs: a file outside a drop box (no learner could put it there), a file of
+    root or of the user running the grader, and any name that is no Unix user (hub users
+    who all share one Unix account, such as ``jovyan``: no owner tells them apart).
+    """
+    try:
+        import pwd
+
+        owner = path.lstat().st_uid
+        if not _anyone_writes(path.parent) or owner in (0, os.geteuid()):
+            return None
+        if pwd.getpwnam(name).pw_uid == owner:
+            return None
+        who = pwd.getpwuid(owner).pw_name
+    except (ImportError, KeyError, OSError):
+        return None
+    return f"owned by the Unix user {who}, not by {name}: handed in under another's name"
+
+
+def _anyone_writes(folder: Path) -> bool:
+    """Return True for a folder every user may write to: a drop box (what is in it, anyone
+    may have put there)."""
+    return bool(folder.stat().st_mode & stat.S_IWOTH)
+
+
 def _files_under(folder: Path) -> Iterator[Path]:
+    """Yield every file under ``folder``, and each link to a folder (never followed)."""
     for root, dirs, files in os.walk(folder):
         dirs.sort()
-        yield from (Path(root) / f for f in sorted(files))
+        links = [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        yield from (Path(root) / f for f in sorted(files + links))
 
 
 def _holds_export(folder: Path) -> bool:
@@ -220,7 +303,7 @@ def _holds_export(folder: Path) -> bool:
         dirs[:] = [d for d in dirs if not _skipped(d)]
         if "submitted" in dirs or any(_folder_lms(Path(root) / d, {}) for d in dirs):
             return True
-        if any(name.endswith(".ipynb") and _flat_lms(Path(name)) for name in files):
+        if any(name.endswith((".ipynb", ".zip")) and _flat_lms(Path(name)) for name in files):
             return True
     return False
 
@@ -254,70 +337,107 @@ class _Scan:
         self.found: list[_Found] = []
         self.left: list[NotGraded] = []
 
-    def learner(self, found: _Found, files: Iterable[Path]) -> None:
-        """Give ``found`` the notebooks among ``files``; list the other files as not graded."""
+    def learner(
+        self, found: _Found, files: Iterable[Path], named_by: Path | None = None, junk: str = ""
+    ) -> None:
+        """Give ``found`` the notebooks and hand-ins among ``files``; list the other files as
+        not graded (``junk``: why a file that is neither is listed). ``named_by``: the file
+        whose name names the learner (nothing is taken from it when it is ``_planted``)."""
+        planted = _planted(named_by, found.learner) if named_by is not None else None
         for path in files:
-            skipped = next((r for d, r in _SKIPPED_DIRS.items() if d in path.parts), None)
-            if skipped:
+            in_skipped = next((r for d, r in _SKIPPED_DIRS.items() if d in path.parts), None)
+            if skipped := planted or _odd(path) or in_skipped:
                 self.left.append(NotGraded(path, skipped))
-            elif path.suffix != ".ipynb":
-                self.left.append(NotGraded(path, f"not a notebook ({found.learner}'s folder)"))
-            else:
+            elif path.suffix == ".ipynb":
                 found.notebooks.append(Notebook(path))
+            else:
+                self.other(found, path, junk or f"not a notebook ({found.learner}'s folder)")
         self.found.append(found)
+
+    def other(self, found: _Found, path: Path, junk: str) -> None:
+        """A file that is not a notebook: a hand-in zip (by its manifest) goes to ``found``;
+        any other file is listed (``junk``), any other archive with why it is no hand-in."""
+        try:
+            data = read_file(path)
+            if not zipfile.is_zipfile(io.BytesIO(data)):
+                self.left.append(NotGraded(path, junk))
+            else:
+                found.handins.append((path, archive.read_handin(data)))
+        except OSError as exc:
+            self.left.append(NotGraded(path, f"{junk} ({exc.strerror or exc})"))
+        except archive.NotAHandIn as exc:
+            self.left.append(NotGraded(path, f"not a hand-in: {exc}"))
 
     def folder(self, folder: Path) -> None:
         """Find the learners in a folder given (or one holding an export): each entry on its own."""
         gradescope = _gradescope_names(folder)
         loose: list[Path] = []
+        dropbox = _anyone_writes(folder)
         for entry in sorted(folder.iterdir()):
-            if entry.is_dir():
+            if odd := _odd(entry):
+                self.left.append(NotGraded(entry, odd))
+            elif entry.is_dir() and dropbox:
+                self.left.append(NotGraded(entry, "a folder in a drop box (its files count)"))
+            elif entry.is_dir():
                 self.subfolder(entry, gradescope)
             elif entry.name == _GRADESCOPE_META and gradescope:
                 self.left.append(NotGraded(entry, "Gradescope's list of submitters (read)"))
-            elif entry.suffix != ".ipynb" or entry.name.startswith("."):
+            elif entry.name.startswith("."):
                 self.left.append(NotGraded(entry, "not a notebook"))
             elif (flat := _flat_lms(entry)) is not None:
-                self.learner(flat, [entry])
-            else:
+                self.learner(flat, [entry], junk="not a notebook")
+            elif entry.suffix == ".ipynb":
                 loose.append(entry)
+            else:  # a hand-in is the learner its name says (a drop box's alice.zip)
+                self.learner(_Found(_own_name(entry), folder), [entry], entry, "not a notebook")
         course = _one_learners(loose)
         if course:
             self.learner(_Found(folder.name, folder), course)
         for notebook in loose:
             if notebook not in course:
-                self.learner(_Found(notebook.stem, folder), [notebook])
+                self.learner(_Found(notebook.stem, folder), [notebook], notebook)
 
     def subfolder(self, entry: Path, gradescope: dict[str, str]) -> None:
         """A folder inside one given: skipped, nbgrader's, an LMS learner, an export, or a learner."""
         if reason := _skipped(entry.name):
             self.left += [NotGraded(p, reason) for p in _files_under(entry)]
         elif entry.name == "submitted":  # nbgrader: submitted/<student>/<assignment>/
-            for student in sorted(p for p in entry.iterdir() if p.is_dir()):
-                found = _Found(student.name, student, "nbgrader", student.name)
-                self.learner(found, _files_under(student))
-            self.left += [NotGraded(p, "not in a student's folder") for p in entry.iterdir()
-                          if p.is_file()]  # fmt: skip
+            for student in sorted(entry.iterdir()):
+                odd = _odd(student)
+                if odd or not student.is_dir():
+                    self.left.append(NotGraded(student, odd or "not in a student's folder"))
+                else:
+                    found = _Found(student.name, student, "nbgrader", student.name)
+                    self.learner(found, _files_under(student))
         elif (lms := _folder_lms(entry, gradescope)) is not None:
             self.learner(lms, _files_under(entry))
-        elif _holds_export(entry):
+        elif _holds_export(entry) or _anyone_writes(entry):
             self.folder(entry)
         else:  # a folder per learner: everything under it is this learner's
-            self.learner(
-                _Found(unicodedata.normalize("NFC", entry.name), entry), _files_under(entry)
-            )
+            name = unicodedata.normalize("NFC", entry.name)
+            self.learner(_Found(name, entry), _files_under(entry))
 
     def file(self, path: Path) -> None:
-        """A file given by its path: a notebook is its LMS name's, nbgrader's student's, or its
-        stem's learner; anything else is listed, never a learner."""
+        """A file given by its path: a notebook or a hand-in is its LMS name's, nbgrader's
+        student's, or the learner its own name says; anything else is listed, never a learner."""
         parts = path.resolve().parts[:-1]
-        if path.suffix != ".ipynb":
-            self.left.append(NotGraded(path, "not a notebook"))
-        elif "submitted" in parts[:-1]:
+        if "submitted" in parts[:-1]:
             student = parts[len(parts) - parts[::-1].index("submitted")]
-            self.learner(_Found(student, path.parent, "nbgrader", student), [path])
+            found = _Found(student, path.parent, "nbgrader", student)
+            self.learner(found, [path], junk="not a notebook")
+        elif (flat := _flat_lms(path)) is not None:
+            self.learner(flat, [path], junk="not a notebook")
         else:
-            self.learner(_flat_lms(path) or _Found(path.stem, path.parent), [path])
+            self.learner(_Found(_own_name(path), path.parent), [path], path, "not a notebook")
+
+
+def _own_name(path: Path) -> str:
+    """Return the learner a file names: its stem (``alice.zip``: alice), the NAME of
+    ``streaming-course-handin-NAME.zip``, or its folder's name for submit()'s plain name."""
+    stem = unicodedata.normalize("NFC", path.stem)
+    if stem == archive.HANDIN_NAME:
+        return unicodedata.normalize("NFC", path.resolve().parent.name)
+    return stem.removeprefix(archive.HANDIN_NAME + "-") or stem
 
 
 def _one_learners(loose: list[Path]) -> list[Path]:
@@ -331,6 +451,30 @@ def _one_learners(loose: list[Path]) -> list[Path]:
         if not taken & set(kinds):
             return named + others
     return named
+
+
+def _from_handin(
+    found: _Found, handins: list[tuple[Path, archive.HandIn]]
+) -> tuple[list[str], list[NotGraded]]:
+    """Make the first hand-in zip ``found``'s notebooks; return notes and the files left out.
+
+    A learner who handed in a zip is graded from that zip alone: their loose notebooks
+    are listed, and so is a second zip (which one counts is the instructor's to say).
+    """
+    (path, handin), *others = sorted(handins, key=lambda h: str(h[0]))
+    counts = f"a hand-in zip from this learner counts ({path})"
+    left = [NotGraded(nb.path, counts) for nb in found.notebooks]
+    two = f"{found.learner} has two hand-in zips: {path} is graded; remove the one not to count"
+    left += [NotGraded(other, two, explained=False) for other, _ in others]
+    notes = [f"graded from the hand-in {path.name}"]
+    if found.notebooks:
+        notes.append(f"{len(found.notebooks)} loose notebook(s) not graded: {counts}")
+    notes += [f"not graded {other}: a second hand-in zip" for other, _ in others]
+    notes += [f"{path.name}: {note}" for note in handin.hash_notes()]
+    found.notebooks = [
+        Notebook(path / file, data, handin.claimed(file)) for file, data in handin.notebooks.items()
+    ]
+    return notes, left
 
 
 def _one_file_each(found: _Found) -> tuple[list[Notebook], list[str], list[NotGraded]]:
@@ -376,21 +520,26 @@ def find_roster(paths: Iterable[str | Path]) -> Roster:
             scan.file(path)
     by_id: dict[str, list[_Found]] = {}
     for found in scan.found:
-        if found.notebooks:  # only notebooks make a learner
+        if found.notebooks or found.handins:  # only notebooks and hand-ins make a learner
             by_id.setdefault(found.learner, []).append(found)
     submissions = []
     left = list(scan.left)
     for learner, group in by_id.items():
         places = sorted({str(f.source) for f in group})
         one_lms_id = len({(f.lms, f.lms_id) for f in group}) == 1 and group[0].lms_id
-        parts = [group] if len(group) == 1 or one_lms_id else [[f] for f in group]
+        merged = len(group) == 1 or one_lms_id or len(places) == 1
+        parts = [group] if merged else [[f] for f in group]
         for part in parts:
             first = part[0]
             whole = _Found(learner, first.source, first.lms, first.lms_id)
             whole.notebooks = [nb for f in part for nb in f.notebooks]
             if len(parts) > 1:
                 whole.learner = f"{learner} ({first.source.parent.name})"
+            handins = [h for f in part for h in f.handins]
+            zip_notes, zip_left = _from_handin(whole, handins) if handins else ([], [])
             kept, notes, out = _one_file_each(whole)
+            notes[:0] = zip_notes
+            out += zip_left
             if len(places) > 1 and len(parts) == 1:
                 one = f"graded as one learner ({first.lms} id {first.lms_id})"
                 notes.insert(0, f"{learner} is found in {' and '.join(places)}: {one}")

@@ -35,9 +35,14 @@ from lessonkit.grading.engine import (
     Calls,
     Case,
     Ended,
+    Exercise,
+    Mode,
     Outcome,
     Plan,
+    Report,
     TimedOut,
+    evaluate,
+    evaluate_answers,
 )
 from lessonkit.grading.exercises import EXERCISES
 from lessonkit.grading.notebook import GRADING_ENV
@@ -230,6 +235,17 @@ class NotebookRun:
                 return [Ended(reason=str(exc))]
 
         return calls
+
+    def judge(self, exercise: Exercise, mode: Mode, plan: Plan | None = None) -> Report:
+        """Return the Report of one exercise on this notebook under ``mode``: its function
+        called on the cases of ``plan`` (built once per class), or its dict of answers."""
+        copied = self.copied.get(exercise.id, {})
+        if isinstance(exercise, Answers):
+            used = [*copied, *self.cell_used]
+            return evaluate_answers(exercise, self.value(exercise.id), mode, used=used)
+        plan = plan or Plan(exercise, mode)
+        calls = self.calls(exercise.id, plan, mode.limit_s)
+        return evaluate(exercise, calls, mode, plan=plan, used=copied)
 
     def value(self, exercise_id: str) -> object:
         """Return the JSON form of the notebook's answers dict (raises ChildGone on trouble)."""

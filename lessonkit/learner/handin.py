@@ -112,7 +112,7 @@ class HandedIn:
 def _public_results(notebooks: Mapping[str, bytes]) -> Mapping[str, ExerciseResult]:
     from lessonkit.grading import public_results  # the grader's own runners, loaded when used
 
-    return public_results(notebooks)
+    return {file: ExerciseResult(**line) for file, line in public_results(notebooks).items()}
 
 
 def _safe_name(name: str) -> str:

@@ -134,3 +134,35 @@ def test_a_notebook_that_is_not_the_one_the_manifest_hashed_gets_a_note():
     assert read_handin(data).hash_notes() == [
         f"{NOTEBOOK_FILES[0]} is not the file the manifest lists (sha256 differs)"
     ]
+
+
+def test_two_members_of_one_name_make_it_unreadable():
+    # One reader takes the first, another the last: the instructor could see one notebook
+    # while the grader runs the other.
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as out:
+        for name, data in _handin_members().items():
+            out.writestr(name, data)
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            out.writestr(NOTEBOOK_FILES[0], b"{}")
+    with pytest.raises(NotAHandIn, match="same name"):
+        read_handin(buffer.getvalue())
+
+
+def test_a_member_compressed_with_bzip2_makes_it_unreadable():
+    # bzip2 and LZMA unpack a whole read at once, however large it grows: a bomb no read
+    # cap stops. submit() deflates, so nothing else is needed.
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_BZIP2) as out:
+        for name, data in _handin_members().items():
+            out.writestr(name, data)
+    with pytest.raises(NotAHandIn, match="compressed in a way a hand-in never is"):
+        read_handin(buffer.getvalue())
+
+
+def test_a_notebook_the_manifest_lists_but_the_zip_lacks_gets_a_note():
+    line = {"file": NOTEBOOK_FILES[5], "sha256": archive.sha256(NOTEBOOK)}
+    data = pack({NOTEBOOK_FILES[0]: NOTEBOOK}, _manifest(exercises=[line]))
+    assert read_handin(data).hash_notes() == [
+        f"{NOTEBOOK_FILES[5]} is listed in the manifest but not in the zip"
+    ]

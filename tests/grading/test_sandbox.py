@@ -10,7 +10,11 @@ network, 100 setsid() processes, reading the grader's environment, a memory
 hog. The tests then check what issue 16 asks: the run completes, the CSV is
 the grader's and stays intact, honest learners keep full marks, no file of the
 course changed, no connection was made, no process is left, every hostile row
-is flagged.
+is flagged. Beside them, learners hand in hostile archives in place of a hand-in
+zip, each built byte for byte (tests/support/handins.py): a ``../`` member, an
+absolute one, a link, a bomb, a bomb whose header lies, bzip2, two members of one
+name, no manifest. Each is listed as not graded with its reason, none becomes a
+row, and nothing in them is ever written anywhere.
 
 These tests need bubblewrap (``apt-get install bubblewrap``; `.ci/run` and
 `make test` install it); without it they fail and say so.
@@ -20,9 +24,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -31,7 +37,9 @@ from pathlib import Path
 
 import pytest
 from classroom import solution, with_cell_before_check, with_first_cell, write_learner
+from handins import BZIP2, DEFLATED, FILES, STORED, manifest_bytes, zip_bytes
 
+from lessonkit.course import archive
 from lessonkit.grading import sandbox
 from lessonkit.grading.exercises import EXERCISES
 
@@ -175,6 +183,45 @@ EXPECTED_FLAGS = {
 }
 
 
+ESCAPED = "escaped-from-a-hand-in-3f9c"  # a name no file may ever be given
+
+
+def _hostile_archives() -> dict[str, tuple[bytes, str]]:
+    """Return name -> (an archive handed in as a hand-in zip, why the grader refuses it)."""
+    manifest = ("manifest.json", manifest_bytes())
+    notebook = (FILES[0], json.dumps(solution("response_times")).encode())
+    zeros = b"0" * (archive.NOTEBOOK_LIMIT_BYTES + 1)  # a few KiB deflated
+    link = stat.S_IFLNK | 0o777
+    return {
+        "zip_slip": (
+            zip_bytes(manifest, notebook, (f"../../{ESCAPED}.py", b"print('owned')")),
+            f"a member's path leaves the archive ('../../{ESCAPED}.py')",
+        ),
+        "absolute": (
+            zip_bytes(manifest, notebook, (f"/tmp/{ESCAPED}.py", b"print('owned')", STORED)),
+            f"a member's path leaves the archive ('/tmp/{ESCAPED}.py')",
+        ),
+        "link": (
+            zip_bytes(manifest, (FILES[0], b"/etc/shadow", DEFLATED, link)),
+            f"a member is a link ('{FILES[0]}')",
+        ),
+        "bomb": (zip_bytes(manifest, (FILES[0], zeros)), f"{FILES[0]} would unpack to"),
+        "lying_bomb": (
+            zip_bytes(manifest, (FILES[0], zeros, DEFLATED, stat.S_IFREG | 0o644, 1000)),
+            f"{FILES[0]} cannot be unpacked",
+        ),
+        "bzip2": (
+            zip_bytes(manifest, (FILES[0], notebook[1], BZIP2)),
+            f"a member is compressed in a way a hand-in never is ('{FILES[0]}')",
+        ),
+        "two_of_one_name": (
+            zip_bytes(manifest, notebook, (FILES[0], b"{}")),
+            "two members of the archive have the same name",
+        ),
+        "no_manifest": (zip_bytes(notebook), "an archive without a hand-in's manifest.json"),
+    }
+
+
 def _hashes(folder: Path) -> dict[str, str]:
     return {
         str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -240,6 +287,11 @@ def hostile_class(tmp_path_factory):
             notebook = with_first_cell(solution(exercise_id), cell)
         write_learner(folder / name, {exercise_id: notebook})
     write_learner(folder / "zzz_honest")
+    hostile_zips = {}
+    for name, (data, why) in _hostile_archives().items():
+        hostile_zips[folder / f"zip_{name}" / "streaming-course-handin.zip"] = why
+        (folder / f"zip_{name}").mkdir()
+        (folder / f"zip_{name}" / "streaming-course-handin.zip").write_bytes(data)
     try:
         done = _run_grader(
             course, tmp, str(folder), "--out", str(grades), "--feedback", str(feedback),
@@ -261,6 +313,8 @@ def hostile_class(tmp_path_factory):
         "connections": listener.accepted,
         "leftovers": leftovers,
         "outputs": outputs,
+        "hostile_zips": hostile_zips,
+        "tmp": tmp,
     }
 
 
@@ -304,6 +358,22 @@ def test_every_hostile_row_is_flagged_and_its_status_names_what_happened(hostile
         row = hostile_class["rows"][attack]
         assert expected <= set(row["flags"].split(";")), (attack, row["flags"])
         assert row["status"] != "ok" and row["status"].startswith(("flagged:", "limit:")), row
+
+
+def test_each_hostile_archive_is_listed_as_not_graded_with_its_reason(hostile_class):
+    lines = hostile_class["done"].stderr.splitlines()
+    for path, why in hostile_class["hostile_zips"].items():
+        [line] = [
+            line for line in lines if line.startswith(f"lessonkit grade: not graded: {path}:")
+        ]
+        assert line.startswith(f"lessonkit grade: not graded: {path}: not a hand-in: {why}"), line
+        assert path.parent.name not in hostile_class["rows"]  # never a learner
+
+
+def test_nothing_from_a_hostile_archive_is_written_anywhere(hostile_class):
+    # where unpacking them would have put their members: around the class, and /tmp
+    assert not list(hostile_class["tmp"].parent.rglob(f"{ESCAPED}*"))
+    assert not Path(f"/tmp/{ESCAPED}.py").exists()
 
 
 def test_a_memory_hog_is_reported_as_a_limit_in_the_row(hostile_class):

@@ -64,6 +64,11 @@ def solved_ex1_in_the_drive(lite_page):
         )
         page.evaluate(SAVE_JS, [EX1, blank])
         page.evaluate(DELETE_JS, RECORD)
+        # The page is the session's: leave it as the next test finds it, on lesson 00 with
+        # its kernel idle (with no notebook open, a test that runs code there finds none).
+        litesite.open_notebook(
+            page, "notebooks/00_start_here.ipynb", timeout_s=FIRST_LOAD_DEADLINE_S
+        )
 
 
 def test_a_check_is_still_in_progress_after_a_reload_and_submit_downloads_the_zip(
