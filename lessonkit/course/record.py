@@ -216,7 +216,7 @@ def _points(line: Mapping[str, Any]) -> str:
 
 def table(progress: Mapping[str, Any]) -> str:
     """Return `progress` (a ``summary()``) as a text table, what comes next, and the note."""
-    rows = [("exercise", "state", "points", "last checked")]
+    rows = [("exercise", "state", "points so far", "last checked")]
     for line in progress["exercises"]:
         when = (line["checked_at"] or "-").replace("T", " ").replace("+00:00", " UTC")
         rows.append((f"{line['exercise']} {line['id']}", _state_words(line), _points(line), when))
@@ -226,6 +226,7 @@ def table(progress: Mapping[str, Any]) -> str:
         for row in rows
     ]
     upcoming = progress["next"]
+    text.append("(points so far: from the public checks; grading runs more.)")
     if upcoming is None:
         text.append("\nEvery exercise passes its public checks. Hand in with submit().")
     else:

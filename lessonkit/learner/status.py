@@ -75,7 +75,7 @@ class Progress:
             f'<div style="color: {THEME["text"]}">'
             '<table><caption style="text-align: left">Your progress</caption>'
             '<thead><tr><th scope="col">exercise</th><th scope="col">state</th>'
-            '<th scope="col">points</th></tr></thead>'
+            '<th scope="col">points so far</th></tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table><p>{after}</p>{note_html}</div>"
         )
 
