@@ -84,3 +84,34 @@ def test_without_its_environment_no_stage_runs(tmp_path):
     status, out = run_stages(tmp_path, "--setup", "env", "ok")
     assert status == 1 and "started ok" not in out
     assert re.search(r"^  ok +not run +- +-$", out, re.M), out
+
+
+# A stage whose CPU goes to a process it never waits for, as Chromium's renderers do: the
+# parent kills its child and exits without reaping it, so getrusage never sees that time.
+BURNER = """\
+import os, pathlib, signal, subprocess, sys, time
+if sys.argv[1:] == ["child"]:
+    end = time.process_time() + 1.5
+    while time.process_time() < end:
+        pass
+    pathlib.Path("burnt.txt").touch()
+    time.sleep(600)
+child = subprocess.Popen([sys.executable, __file__, "child"])
+while not pathlib.Path("burnt.txt").exists():
+    time.sleep(0.05)
+time.sleep(2.5)  # two of run_stages' samples see the child's last CPU time
+child.send_signal(signal.SIGKILL)
+os._exit(0)  # without waiting for the child
+"""
+
+
+def test_a_stages_cpu_counts_the_processes_it_never_waited_for(tmp_path):
+    (tmp_path / "Makefile").write_text(
+        MAKEFILE.replace(".PHONY:", ".PHONY: burns") + f"burns:\n\t@{sys.executable} burner.py\n"
+    )
+    (tmp_path / "burner.py").write_text(BURNER)
+    status, out = run_stages(tmp_path, "burns")
+    assert status == 0, out
+    cpu_s = int(re.search(r"^  burns +passed +\d+ s +(\d+) s$", out, re.M).group(1))
+    assert cpu_s >= 1, out  # the child burnt 1.5 s; its parent and make used almost none
+    assert re.search(r"^  the machine's \d+ cores were busy \d+% of the run", out, re.M), out
