@@ -13,6 +13,7 @@ import time
 
 import httpx
 import pytest
+from pacing import paced_in_one_of
 
 from lessonkit.core import llm
 from lessonkit.core.client import read_stream
@@ -85,17 +86,28 @@ def test_virtual_clock_plays_a_long_answer_without_waiting_for_it():
 
 
 def test_real_clock_never_hands_a_chunk_over_before_the_app_sent_it(real):
-    started = time.monotonic()
-    with real.stream("GET", "/v1/stream", params={"prefill_ms": "60", "per_token_ms": "40"}) as r:
-        seen = [(time.monotonic() - started, a) for a in r.iter_arrivals()]
     plan = planned_writes("eventsource", prefill_ms=60, per_token_ms=40)
-    for (seen_s, arrival), (due_ms, data) in zip(seen, plan, strict=True):
-        assert arrival.data == data
-        assert arrival.at_ms >= due_ms - 1.0  # a sleep never returns early (1 ms: timer grain)
-        assert seen_s * 1000.0 >= due_ms - 1.0
-    # Not one burst: the tokens come in separate reads, several of them apart in time.
-    gaps_ms = [(b[0] - a[0]) * 1000.0 for a, b in zip(seen[1:], seen[2:-1], strict=False)]
-    assert sum(gap >= 20.0 for gap in gaps_ms) >= 2, gaps_ms
+
+    def measure() -> list:
+        started = time.monotonic()
+        with real.stream(
+            "GET", "/v1/stream", params={"prefill_ms": "60", "per_token_ms": "40"}
+        ) as r:
+            seen = [(time.monotonic() - started, a) for a in r.iter_arrivals()]
+        for (seen_s, arrival), (due_ms, data) in zip(seen, plan, strict=True):
+            assert arrival.data == data
+            assert arrival.at_ms >= due_ms - 1.0  # a sleep never returns early (1 ms: timer grain)
+            assert seen_s * 1000.0 >= due_ms - 1.0
+        return seen
+
+    def not_one_burst(seen: list) -> None:
+        # Not one burst: the tokens come in separate reads, several of them apart in time.
+        gaps_ms = [(b[0] - a[0]) * 1000.0 for a, b in zip(seen[1:], seen[2:-1], strict=False)]
+        assert sum(gap >= 20.0 for gap in gaps_ms) >= 2, gaps_ms
+
+    # Every try must be on time; a stall of the whole machine (10 s was seen with every stage
+    # of make test at 100% CPU) can squeeze one try into a burst (tests/support/pacing.py).
+    paced_in_one_of(measure, not_one_burst)
 
 
 def test_the_same_bytes_as_the_real_server_over_loopback(virtual, server_url, read_raw):
