@@ -167,9 +167,6 @@ def print_ended(stage: Stage) -> None:
 
 def table(stages: list[Stage], wall_s: float, jobs: int, meter: CpuMeter) -> str:
     """Return the stage times as a small table, the wall time of the whole run below."""
-    for stage in stages:  # the sampled CPU time, where /proc gave one (it sees more)
-        if stage.name in meter.cpu_s:
-            stage.cpu_seconds = max(stage.cpu_seconds or 0.0, meter.cpu_s[stage.name])
     width = max(len(s.name) for s in stages)
     lines = ["", "Stage times:", f"  {'':<{width}}  {'':<11} {'time':>10} {'CPU':>10}"]
     for stage in stages:
@@ -249,6 +246,9 @@ def main() -> int:
             if stage.process is not None:
                 stage.process.wait()
         print("\ninterrupted", file=sys.stderr)
+    for stage in [*setup, *stages]:  # the sampled CPU time, where /proc gave one (it sees more)
+        if stage.name in meter.cpu_s:
+            stage.cpu_seconds = max(stage.cpu_seconds or 0.0, meter.cpu_s[stage.name])
     report = table([*setup, *stages], time.monotonic() - started, jobs, meter)
     print(report, flush=True)
     TIMES_FILE.write_text(report.lstrip("\n") + "\n")
