@@ -32,7 +32,7 @@ unexport MPLBACKEND
 # compiles its imports again (JupyterLab's took 8.6 s instead of 4.4 s here).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub lite-test chromium \
+.PHONY: lab test test-under-load lint unit sandbox-tools notebooks exercises browser hub lite-test chromium axe \
 	hub-proxy hub-tools assign bench clean setup lab-setup site site-test
 
 # The learner's install: what the lessons import, nothing else.
@@ -77,7 +77,7 @@ TEST_STAGES := lint unit notebooks exercises browser hub lite-test site-test
 TEST_JOBS ?= 0
 # 0: every stage at once; TEST_JOBS=1 runs them one after another.
 test:
-	@$(PYTHON) tools/run_stages.py --make "$(MAKE)" --setup "setup chromium" \
+	@$(PYTHON) tools/run_stages.py --make "$(MAKE)" --setup "setup chromium axe" \
 		--jobs $(TEST_JOBS) $(TEST_STAGES)
 
 # `make test` three times in a row, each in a fresh clone of this commit started from a
@@ -112,7 +112,9 @@ hub-proxy: $(CHP)
 $(CHP): | $(TEST_STAMP)
 	@tools/ensure_hub_proxy.sh $(VENV)/share/chp
 
-# axe-core (npm) for the accessibility test; private to .venv like the hub's proxy.
+# axe-core (npm) for the accessibility tests; private to .venv like the hub's proxy. Built in
+# make test's set-up: browser and site-test both need it and start at the same time.
+axe: $(AXE)
 $(AXE): | $(TEST_STAMP)
 	@tools/ensure_axe.sh $(VENV)/share/axe
 

@@ -10,6 +10,15 @@ prefix=${1:?usage: tools/ensure_axe.sh PREFIX}
 version=4.14.1
 [ -f "$prefix/node_modules/axe-core/axe.min.js" ] && exit 0
 
+# Two stages that need it may start at once (make test's browser and site-test, or make -j):
+# one installs, the other waits for it and then finds it there (flock, where there is one).
+mkdir -p "$(dirname "$prefix")"
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$prefix.lock"
+    flock 9
+    [ -f "$prefix/node_modules/axe-core/axe.min.js" ] && exit 0
+fi
+
 if ! command -v npm >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "Installing Node.js and npm for axe-core (apt-get) ..."
