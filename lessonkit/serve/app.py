@@ -48,6 +48,7 @@ from lessonkit.serve.checks import (
     read_json_body,
     read_pace,
     read_stream_ending,
+    refuse_others_options,
 )
 from lessonkit.serve.pacing import TimedResponse
 from lessonkit.serve.state import ServerState, timing_for
@@ -175,6 +176,7 @@ async def chat_completions(request: Request) -> TimedResponse:
     """POST /v1/chat/completions: the OpenAI Chat Completions API, streaming or not."""
     state: ServerState = request.app.state.lessonkit
     pace = read_pace(request.query_params, state.settings)
+    refuse_others_options(request.query_params, "/v1/chat/completions")
     body = await read_json_body(request, state.settings.max_body_bytes)
     json_field(body, "model", (str,), required=True)
     messages = json_field(body, "messages", (list,), required=True)
@@ -200,6 +202,7 @@ async def messages(request: Request) -> TimedResponse:
     """POST /v1/messages: the Anthropic Messages API, streaming or not."""
     state: ServerState = request.app.state.lessonkit
     pace = read_pace(request.query_params, state.settings)
+    refuse_others_options(request.query_params, "/v1/messages")
     body = await read_json_body(request, state.settings.max_body_bytes)
     json_field(body, "model", (str,), required=True)
     max_tokens = positive_int(body, "max_tokens", required=True)
@@ -233,6 +236,7 @@ async def event_stream(request: Request) -> TimedResponse | Response:
     state: ServerState = request.app.state.lessonkit
     query = request.query_params
     pace = read_pace(query, state.settings)
+    refuse_others_options(query, "/v1/stream")
     ending = read_stream_ending(query, state.settings)
     prompt = query.get("prompt") or llm.RUNNING_PROMPT
     max_tokens = query_number(query, "max_tokens", integer=True, low=1)
@@ -303,6 +307,7 @@ async def responses_api(request: Request) -> TimedResponse:
     """
     state: ServerState = request.app.state.lessonkit
     pace = read_pace(request.query_params, state.settings)
+    refuse_others_options(request.query_params, "/v1/responses")
     fail_after = query_number(request.query_params, "fail_after_tokens", integer=True)
     body = await read_json_body(request, state.settings.max_body_bytes)
     json_field(body, "model", (str,), required=True)

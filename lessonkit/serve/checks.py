@@ -344,6 +344,21 @@ class StreamEnding:
 # The query parameters read_stream_ending reads (GET /v1/stream's EventSource flavour only).
 ENDING_PARAMETERS = ("retry", "end_after_tokens", "reconnect_status", "reconnect_content_type")
 
+# Query options that belong to one endpoint: anywhere else they would be silently ignored.
+OWN_OPTIONS = {"/v1/stream": ENDING_PARAMETERS, "/v1/responses": ("fail_after_tokens",)}
+
+
+def refuse_others_options(query: Any, endpoint: str) -> None:
+    """Return None; raise BadRequest naming the first option in `query` that belongs to an
+    endpoint other than `endpoint` (``retry`` sent to POST /v1/chat/completions, say)."""
+    for owner, names in OWN_OPTIONS.items():
+        asked = [name for name in names if owner != endpoint and query.get(name)]
+        if asked:
+            raise BadRequest(
+                f"Query parameter {asked[0]!r} applies to {owner} only", param=asked[0]
+            )
+
+
 # A media type without parameters, "text/plain": two RFC 9110 tokens around a slash.
 _MEDIA_TYPE = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,60}/[A-Za-z0-9!#$%&'*+.^_`|~-]{1,60}")
 
@@ -384,6 +399,12 @@ def read_stream_ending(query: Any, settings: Settings) -> StreamEnding:
         raise BadRequest(
             "Query parameter 'reconnect_content_type' must be a media type such as "
             f"text/plain, got {content_type!r}",
+            param="reconnect_content_type",
+        )
+    if content_type is not None and content_type.lower() == "text/event-stream":
+        raise BadRequest(  # media types are case-insensitive (RFC 9110 8.3.1)
+            "Query parameter 'reconnect_content_type' must be another type than "
+            "text/event-stream, which resumes the stream; try text/plain",
             param="reconnect_content_type",
         )
     if status is not None and content_type is not None:

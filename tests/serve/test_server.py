@@ -607,6 +607,8 @@ def test_405_says_which_methods_are_allowed(server_url):
         {"reconnect_status": "2040"},
         {"reconnect_content_type": "text plain"},
         {"reconnect_content_type": "text/event-stream; charset=utf-8"},
+        {"reconnect_content_type": "text/event-stream"},
+        {"reconnect_content_type": "TEXT/Event-Stream"},
     ],
 )
 def test_bad_query_parameters_get_400_with_the_parameter_named(server_url, params):
@@ -621,6 +623,7 @@ def test_bad_query_parameters_get_400_with_the_parameter_named(server_url, param
         ({"retry": "soon"}, "a whole number of milliseconds from 0 to 600000, or 'none'"),
         ({"reconnect_status": "200"}, "must be 204 or a status from 400 to 599"),
         ({"reconnect_content_type": "a b"}, "must be a media type such as text/plain"),
+        ({"reconnect_content_type": "text/event-stream"}, "another type than text/event-stream"),
         ({"reconnect_status": "204", "reconnect_content_type": "text/plain"}, "Give either"),
         ({"dialect": "lesson", "retry": "5"}, "applies to the EventSource stream only"),
     ],
@@ -630,6 +633,32 @@ def test_an_eventsource_option_that_cannot_be_used_gets_400_saying_what_to_send(
 ):
     response = httpx.get(server_url + "/v1/stream", params=params)
     assert response.status_code == 400 and said in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "params"),
+    [
+        ("POST", "/v1/chat/completions", {"retry": "abc"}),
+        ("POST", "/v1/chat/completions", {"reconnect_status": "204"}),
+        ("POST", "/v1/messages", {"end_after_tokens": "2"}),
+        ("POST", "/v1/responses", {"reconnect_content_type": "text/plain"}),
+        ("POST", "/v1/chat/completions", {"fail_after_tokens": "3"}),
+        ("GET", "/v1/stream", {"fail_after_tokens": "3"}),
+    ],
+)
+def test_an_option_of_another_endpoint_gets_400_naming_where_it_applies(
+    server_url, method, path, params
+):
+    bodies = {
+        "/v1/chat/completions": ASK,
+        "/v1/messages": ASK_ANTHROPIC,
+        "/v1/responses": {"model": "m", "input": "hi"},
+    }
+    response = httpx.request(method, server_url + path, params=params, json=bodies.get(path))
+    assert response.status_code == 400
+    name = next(iter(params))
+    owner = "/v1/responses" if name == "fail_after_tokens" else "/v1/stream"
+    assert f"{name!r} applies to {owner} only" in response.text
 
 
 def test_bad_fault_parameter_on_anthropic_endpoint_gets_anthropic_error(server_url):
