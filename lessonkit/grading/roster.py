@@ -46,7 +46,7 @@ Nothing is followed or waited on: an entry that is a link, a FIFO, a device or a
 socket is listed, and every file is opened without following a link
 (``read_file``). A folder anyone may write to is a drop box (a hub's, mode 1733):
 its files are each the learner their name says, and a folder in it is listed.
-There, a file named for a learner who is a Unix user but owned by another user
+There, a file named for one learner but owned by another learner's Unix account
 is listed with that owner (``_planted``): it was put there under another's name.
 
 A submission's notebooks are ``Notebook`` objects: a file, or bytes that came
@@ -263,10 +263,13 @@ def _planted(path: Path, name: str) -> str | None:
     """Return why ``path``, named for learner ``name``, is not theirs to hand in, else None.
 
     On a hub each learner is a Unix user, and a drop box lets every learner write in it: a
-    file there named for a Unix user but owned by another user was put there by that owner.
-    Taken as theirs: a file outside a drop box (no learner could put it there), a file of
-    root or of the user running the grader, and any name that is no Unix user (hub users
-    who all share one Unix account, such as ``jovyan``: no owner tells them apart).
+    file there named for a learner but owned by another learner's account was put there by
+    that account. A learner's account is the Unix user of their name, or that name after a
+    hub's prefix (The Littlest JupyterHub runs hub user alice as ``jupyter-alice``). Taken
+    as theirs: a file outside a drop box (no learner could put it there), a file of root or
+    of the user running the grader, and a name that is no Unix user owned by an account that
+    is no learner's own (hub users who all share one Unix account, such as ``jovyan``: no
+    owner tells them apart).
     """
     try:
         import pwd
@@ -274,12 +277,23 @@ def _planted(path: Path, name: str) -> str | None:
         owner = path.lstat().st_uid
         if not _anyone_writes(path.parent) or owner in (0, os.geteuid()):
             return None
-        if pwd.getpwnam(name).pw_uid == owner:
-            return None
         who = pwd.getpwuid(owner).pw_name
+        if _account_of(who, name):
+            return None
+        try:
+            pwd.getpwnam(name)
+        except KeyError:  # a hub name: planted only by an account that is another learner's
+            if not any(_account_of(who, _own_name(other)) for other in path.parent.iterdir()):
+                return None
     except (ImportError, KeyError, OSError):
         return None
     return f"owned by the Unix user {who}, not by {name}: handed in under another's name"
+
+
+def _account_of(unix_user: str, name: str) -> bool:
+    """Return True when ``unix_user`` is learner ``name``'s account: that name, or a hub's
+    prefix and a dash before it (``jupyter-alice``)."""
+    return unix_user == name or unix_user.endswith("-" + name)
 
 
 def _anyone_writes(folder: Path) -> bool:

@@ -11,14 +11,17 @@ message says why, in the learner's words):
 
 * a folder that is missing (it is never created here: a learner who made it first would
   own it, and with it every hand-in), that belongs to someone other than root or you, or
-  whose mode lets others list it or replace files in it (1777, 0733, ...);
+  whose mode lets others list it or replace files in it (1777, 0733, ...), or lets a
+  group other than root's list it (1773 with a learners' group);
 * a ``<user>.zip`` that is already there and is not your own plain file: someone planted
   a file, a link or a folder under your name (the grader flags a file whose owner is not
   the user it is named for);
 * a user name that is not one plain file name.
 
 The name is the Unix user's (from the process's user id); ``$JUPYTERHUB_USER`` names the
-hand-in only on a shared account, and never when it is another Unix user's name.
+hand-in only when it is no Unix user's name: on a shared account, or on a hub that runs hub
+user alice as Unix user ``jupyter-alice`` (the grader checks that the file's owner is
+alice's account, see lessonkit.grading.roster).
 
 The bytes go to a temporary file of a random name first (created, never opened if it
 exists, never through a link), then are renamed onto ``<user>.zip``: the drop box holds
@@ -98,6 +101,8 @@ def _unsafe(box: Path) -> str | None:
         return f"it belongs to {_owner(info.st_uid)}, not to root, who should have made it"
     if mode & stat.S_IROTH:
         return f"its mode {mode:o} lets every user list it"
+    if mode & stat.S_IRGRP and info.st_gid != 0:
+        return f"its mode {mode:o} lets its group (group id {info.st_gid}) list it"
     if mode & (stat.S_IWOTH | stat.S_IWGRP) and not mode & stat.S_ISVTX:
         return f"its mode {mode:o} lets other users replace the files in it"
     return None

@@ -254,6 +254,40 @@ def test_on_a_shared_account_names_that_are_no_unix_user_are_taken_whoever_owns_
     assert [s.learner for s in roster.submissions] == ["hub-user-ada", "hub-user-bo"]
 
 
+def _prefixed_account() -> tuple[str, str]:
+    """Return a Unix user whose name is a prefix, a dash and a name that is no Unix user, as
+    The Littlest JupyterHub's ``jupyter-alice``: Debian's www-data, and data."""
+    if os.geteuid() != 0:
+        pytest.fail("giving a file another owner needs root (make test runs as root)")
+    account = pwd.getpwnam("www-data").pw_name
+    name = account.split("-", 1)[1]
+    with pytest.raises(KeyError):
+        pwd.getpwnam(name)
+    return account, name
+
+
+def test_a_hub_name_owned_by_that_learners_prefixed_account_is_theirs(tmp_path):
+    account, name = _prefixed_account()
+    _drop_box(tmp_path / "dropbox", [name], account)
+    roster = find_roster([tmp_path / "dropbox"])
+    assert [s.learner for s in roster.submissions] == [name]
+    assert not roster.not_graded
+
+
+def test_a_hub_name_owned_by_another_learners_prefixed_account_is_listed_with_its_owner(
+    tmp_path,
+):
+    account, name = _prefixed_account()
+    _, planted = _drop_box(tmp_path / "dropbox", [name, "hub-user-ada"], account)
+    roster = find_roster([tmp_path / "dropbox"])
+    assert [s.learner for s in roster.submissions] == [name]  # their own file is theirs
+    [left] = roster.not_graded
+    assert left.path == planted
+    assert left.reason == (
+        f"owned by the Unix user {account}, not by hub-user-ada: handed in under another's name"
+    )
+
+
 # ---------------------------------------------------------------------------
 # A hub's drop box: <user>.zip files written by submit(), graded in place
 

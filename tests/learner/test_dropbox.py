@@ -128,6 +128,18 @@ def test_a_drop_box_others_could_list_or_write_over_is_refused_with_the_fix(box,
     assert os.listdir(box) == []
 
 
+def test_a_drop_box_a_group_other_than_roots_could_list_is_refused(box):
+    if os.geteuid() == 0:
+        os.chown(box, 0, OTHER)  # as an admin who gave the learners' group the folder
+    box.chmod(0o1773)
+    with pytest.raises(NotDropped) as refused:
+        put(box, "alice", DATA)
+    assert f"its mode 1773 lets its group (group id {box.stat().st_gid}) list it" in str(
+        refused.value
+    )
+    assert os.listdir(box) == []
+
+
 def test_a_drop_box_that_belongs_to_another_user_is_refused(box, someone_else):
     someone_else(box)
     with pytest.raises(NotDropped, match="not to root, who should have made it"):
