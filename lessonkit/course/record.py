@@ -53,9 +53,10 @@ RECORD_DIR_ENV = "LESSONKIT_RECORD_DIR"
 RECORD_FILE = ".lessonkit-progress.json"
 FORMAT = 1
 NO_BROWSER_STORAGE = (
-    "Progress cannot be kept in this browser: JupyterLite found no storage for the course "
-    "(this happens in some private windows, where service workers are off). Your checks "
-    "still work; open the course in a normal window to keep your progress."
+    "Progress cannot be kept, nor work handed in from the kernel, in this browser: "
+    "JupyterLite found no storage for the course (this happens in some private windows, "
+    "where service workers are off). Your checks still work; open the course in a normal "
+    "window to keep your progress and hand in, or save each exercise with File > Download."
 )
 
 
@@ -141,8 +142,8 @@ def record(
         "passed": bool(passed),
         "checks_passed": int(checks_passed),
         "checks": int(checks),
-        "points": points,
-        "max_points": max_points,
+        "points": _number(points),
+        "max_points": _number(max_points),
         "checked_at": when,
     }
     try:
@@ -152,6 +153,11 @@ def record(
     except OSError as error:
         return Place(None, f"Your progress could not be saved in {place.file.parent}: {error}")
     return place
+
+
+def _number(value: float) -> float:
+    """Return `value` as an int when it is whole (10.0 -> 10), so the JSON reads alike."""
+    return int(value) if float(value).is_integer() else float(value)
 
 
 def clear(start: Path | str | None = None) -> Place:

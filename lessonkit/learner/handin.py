@@ -37,7 +37,7 @@ from typing import Any
 import lessonkit
 from lessonkit.course import archive
 from lessonkit.course.folder import EXERCISES, course_folder, not_in_a_course_folder
-from lessonkit.course.record import RECORD_DIR_ENV
+from lessonkit.course.record import NO_BROWSER_STORAGE, RECORD_DIR_ENV
 from lessonkit.learner import dropbox
 from lessonkit.learner.dropbox import DROPBOX_ENV, dropbox_user
 
@@ -115,6 +115,11 @@ def _public_results(notebooks: Mapping[str, bytes]) -> Mapping[str, ExerciseResu
     return {file: ExerciseResult(**line) for file, line in public_results(notebooks).items()}
 
 
+def _why(error: OSError) -> str:
+    """Return an OSError's reason in words ("Permission denied")."""
+    return error.strerror or str(error)
+
+
 def _safe_name(name: str) -> str:
     """Return `name` as letters, digits, '-' and '_' only (for a file name)."""
     return re.sub(r"[^\w-]+", "-", name, flags=re.UNICODE).strip("-_")[:64]
@@ -151,13 +156,19 @@ def hand_in(
     """
     folder = course_folder(start)
     if folder is None:
-        raise HandInProblem(not_in_a_course_folder(start))
+        raise HandInProblem(
+            NO_BROWSER_STORAGE if sys.platform == "emscripten" else not_in_a_course_folder(start)
+        )
     notebooks: dict[str, bytes] = {}
     saved_at: dict[str, datetime] = {}
     for stem in EXERCISES:
         path = folder / "exercises" / f"{stem}.ipynb"
         if path.is_file():
-            notebooks[path.name] = path.read_bytes()
+            try:
+                notebooks[path.name] = path.read_bytes()
+            except OSError as error:
+                problem = f"{path} cannot be read ({_why(error)}); nothing was written."
+                raise HandInProblem(problem) from error
             saved_at[path.name] = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     checked = (checker or _public_results)(notebooks)
     results = [
@@ -179,14 +190,20 @@ def hand_in(
     }
     data = archive.pack(notebooks, manifest)
     target = Path(out or os.environ.get(RECORD_DIR_ENV) or folder)
+    told = "--out" if out else f"${RECORD_DIR_ENV}" if os.environ.get(RECORD_DIR_ENV) else ""
     if not target.is_dir():
-        raise HandInProblem(f"--out {target}: no such folder; make it first or pick another.")
+        raise HandInProblem(f"{told} {target}: no such folder; make it first or pick another.")
     zip_name = (
         f"{ZIP_STEM}-{_safe_name(name)}.zip" if name and _safe_name(name) else f"{ZIP_STEM}.zip"
     )
-    handed = HandedIn(
-        _write_new(target, zip_name, data), data, archive.sha256(data), results, saved_at
-    )
+    try:
+        written = _write_new(target, zip_name, data)
+    except OSError as error:
+        raise HandInProblem(
+            f"The zip cannot be written to {target} ({_why(error)}). Your notebooks are "
+            "unchanged: pick a folder you can write to with --out (submit(out=...))."
+        ) from error
+    handed = HandedIn(written, data, archive.sha256(data), results, saved_at)
     box = os.environ.get(DROPBOX_ENV)
     if box:
         user = dropbox_user()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -98,6 +99,8 @@ def main(args: argparse.Namespace) -> int:
     shown = progress(clear=args.clear)
     if args.json:
         print(json.dumps(shown.summary, indent=1))
+    elif shown.summary["record"] is None:  # no course here: only where to go
+        print(f"lessonkit progress: {shown.summary['note']}", file=sys.stderr)
     else:
         print(repr(shown))
     return 0 if shown.summary["record"] is not None else 2

@@ -51,6 +51,15 @@ def test_a_check_is_recorded_in_the_course_folder_found_from_the_notebooks_folde
     }
 
 
+def test_whole_points_are_written_as_whole_numbers_whatever_type_the_check_gave(course):
+    place = _pass("read_stream", points=26.0, max_points=30.0)
+    _pass("now_change_it", points=12.5, max_points=15)
+    saved = json.loads(place.file.read_text())["exercises"]
+    ex2, ex3 = saved["ex2"], saved["ex3"]
+    assert [(v, type(v)) for v in (ex2["points"], ex2["max_points"])] == [(26, int), (30, int)]
+    assert [(v, type(v)) for v in (ex3["points"], ex3["max_points"])] == [(12.5, float), (15, int)]
+
+
 def test_the_record_holds_no_code_only_the_outcome(course):
     _pass("read_stream", passed=False, checks_passed=3, checks=8, points=12, max_points=30)
     text = (course / record.RECORD_FILE).read_text()

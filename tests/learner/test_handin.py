@@ -122,6 +122,32 @@ def test_out_writes_the_zip_to_another_folder_and_refuses_one_that_does_not_exis
         hand_in(out=tmp_path / "nowhere", checker=passing, now=WHEN)
 
 
+def test_a_folder_the_zip_cannot_be_written_to_is_a_clear_problem_not_a_traceback(course, capsys):
+    unwritable = Path("/proc")  # exists, and no file can be made in it, even by root
+    with pytest.raises(HandInProblem, match=r"The zip cannot be written to /proc \(No such"):
+        hand_in(out=unwritable, checker=passing, now=WHEN)
+    from lessonkit.cli import main
+
+    assert main(["submit", "--out", str(unwritable)]) == 2
+    assert "lessonkit submit: The zip cannot be written to /proc" in capsys.readouterr().err
+    assert sorted(p.name for p in (course / "exercises").iterdir()) == sorted(FILES)
+
+
+def test_a_missing_record_dir_is_named_as_the_variable_not_as_out(course, tmp_path, monkeypatch):
+    monkeypatch.setenv("LESSONKIT_RECORD_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(HandInProblem, match=r"^\$LESSONKIT_RECORD_DIR .*nowhere: no such folder"):
+        hand_in(checker=passing, now=WHEN)
+
+
+def test_in_the_browser_without_storage_hand_in_says_why_and_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no course folder: JupyterLite's drive is not mounted
+    monkeypatch.setattr(handin.sys, "platform", "emscripten")
+    with pytest.raises(HandInProblem) as problem:
+        hand_in(checker=passing)
+    assert "nor work handed in from the kernel, in this browser" in str(problem.value)
+    assert "File > Download" in str(problem.value)
+
+
 def test_outside_a_course_folder_hand_in_says_where_to_go(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(HandInProblem, match="not inside a copy of the course"):

@@ -66,7 +66,9 @@ def test_lessonkit_progress_outside_a_course_exits_2_and_says_why(tmp_path, monk
     monkeypatch.delenv(record.RECORD_DIR_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
     assert main(["progress"]) == 2
-    assert "not inside a copy of the course" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "not inside a copy of the course" in printed.err
+    assert printed.out == ""  # no table of "not started" for a course that is not here
 
 
 def test_progress_in_a_notebook_shows_a_captioned_table_with_states_in_words(course):
