@@ -197,7 +197,7 @@ class _Learner:
         submission, reports = self.submission, self.reports
         flags = set(self.cell_flags)
         notes = list(submission.notes)
-        errors = list(self.errors)
+        errors = list(self.errors) + list(submission.waits)  # its grade waits for the instructor
         for report in self.host.reports:
             flags.update(report.flags)
             if report.ending is sandbox.Ending.SANDBOX_FAILED:

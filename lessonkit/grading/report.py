@@ -14,7 +14,7 @@ the UTF-8 byte order mark Excel needs to read "José Núñez" right.
 ``gradebook`` column holds the same number, except for a row whose grade
 waits for the instructor, where it stays empty: a flagged or limited row
 (status ``flagged: ...`` or ``limit: ...``) or an error row (a notebook that
-could not be read or run). The Canvas and Moodle files carry the gradebook
+could not be read or run, or a second original the instructor must settle). The Canvas and Moodle files carry the gradebook
 column.
 
 What an instructor needs after grading, in order: how the scores spread

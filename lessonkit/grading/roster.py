@@ -35,10 +35,10 @@ is neither a notebook nor a hand-in (any other archive, one with a ``../`` membe
 a link or a bomb inside). Only notebooks and hand-ins make a learner: a file or a
 folder without one is listed, never a row. A second original of the same
 notebook for one learner is listed as not graded and *unexplained*, which makes
-``lessonkit grade`` exit 1. A learner id found in two places is one learner
+``lessonkit grade`` exit 1 and the learner's grade wait (``Submission.waits``). A learner id found in two places is one learner
 when one LMS gives both the same id (nbgrader's student, a Canvas user):
 merged, with a note naming both places; otherwise the two are kept apart
-(``sam (a)``, ``sam (b)``), each with a note naming the other place. A notebook
+(``sam (a)``, ``sam (b)``: ``_apart``), each with a note naming the other place. A notebook
 that cannot be read is still a learner's (the grader makes it an error on the
 exercise its name says).
 
@@ -125,6 +125,7 @@ class Submission:
     lms: str = ""  # "canvas", "moodle", "gradescope", "nbgrader" or "" (a folder, a file)
     lms_id: str = ""  # the LMS's own id of the learner (Canvas user id, Moodle participant)
     late: tuple[str, ...] = ()  # the files the LMS marked as handed in late
+    waits: tuple[str, ...] = ()  # what the instructor must settle first (a second original)
 
 
 @dataclass(frozen=True)
@@ -521,6 +522,17 @@ def _one_file_each(found: _Found) -> tuple[list[Notebook], list[str], list[NotGr
     return sorted(kept, key=str), notes, left
 
 
+def _apart(sources: list[Path]) -> list[str]:
+    """Return a label for each place one learner id was found in, no two alike: the fewest
+    folders above it that tell it apart (``class``; ``x/class`` beside ``y/class``)."""
+    parents = [source.parent.parts for source in sources]
+    for depth in range(1, max(len(parts) for parts in parents) + 1):
+        labels = ["/".join(parts[-depth:]) for parts in parents]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{source.parent} #{n}" for n, source in enumerate(sources, 1)]
+
+
 def find_roster(paths: Iterable[str | Path]) -> Roster:
     """Return the learners in the files and folders given, sorted by id, and every file left out."""
     scan = _Scan()
@@ -543,12 +555,13 @@ def find_roster(paths: Iterable[str | Path]) -> Roster:
         one_lms_id = len({(f.lms, f.lms_id) for f in group}) == 1 and group[0].lms_id
         merged = len(group) == 1 or one_lms_id or len(places) == 1
         parts = [group] if merged else [[f] for f in group]
-        for part in parts:
+        labels = _apart([part[0].source for part in parts])
+        for part, label in zip(parts, labels, strict=True):
             first = part[0]
             whole = _Found(learner, first.source, first.lms, first.lms_id)
             whole.notebooks = [nb for f in part for nb in f.notebooks]
             if len(parts) > 1:
-                whole.learner = f"{learner} ({first.source.parent.name})"
+                whole.learner = f"{learner} ({label})"
             handins = [h for f in part for h in f.handins]
             zip_notes, zip_left = _from_handin(whole, handins) if handins else ([], [])
             kept, notes, out = _one_file_each(whole)
@@ -563,8 +576,11 @@ def find_roster(paths: Iterable[str | Path]) -> Roster:
             late = tuple(name for f in part for name in f.late)
             notes += [f"handed in late: {', '.join(late)}"] if late else []
             left += out
+            waits = tuple(item.reason for item in out if not item.explained)
             submissions.append(
-                Submission(whole.learner, tuple(kept), tuple(notes), first.lms, first.lms_id, late)
+                Submission(
+                    whole.learner, tuple(kept), tuple(notes), first.lms, first.lms_id, late, waits
+                )
             )
     return Roster(tuple(sorted(submissions, key=lambda s: s.learner)), tuple(left))
 

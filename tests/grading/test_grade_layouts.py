@@ -206,6 +206,17 @@ def test_the_same_learner_id_in_two_places_is_kept_apart_not_merged(tmp_path):
     )
 
 
+def test_one_learner_id_in_two_folders_of_one_name_is_kept_apart_under_two_labels(tmp_path):
+    for export in ("x", "y"):
+        write(
+            tmp_path / export / "class" / "sam",
+            "ex1_response_times.ipynb",
+            solution("response_times"),
+        )
+    roster = find_roster([tmp_path / "x" / "class", tmp_path / "y" / "class"])
+    assert [s.learner for s in roster.submissions] == ["sam (x/class)", "sam (y/class)"]
+
+
 # ---------------------------------------------------------------------------
 # Identity (issue 36, defect 3): no learner invented, split or silently merged
 
@@ -258,6 +269,10 @@ def test_a_resubmission_in_a_folder_per_learner_names_the_learner_lists_both_and
     assert str(week1) in graded and str(week2) in left and "a second original" in left
     [unexplained] = find_roster([tmp_path / "class"]).unexplained
     assert unexplained.path == week2 and "alice has two originals" in unexplained.reason
+    # Until the instructor says which counts, alice's grade waits: none goes to a gradebook.
+    assert rows["alice"]["status"] == "error" and rows["alice"]["gradebook"] == ""
+    assert "alice has two originals" in rows["alice"]["error"]
+    assert rows["bob"]["gradebook"] == rows["bob"]["score"]
 
 
 def test_one_nbgrader_student_in_two_submitted_trees_is_one_learner_with_a_note(tmp_path):

@@ -137,6 +137,28 @@ def test_no_moodle_grade_is_above_the_maximum_the_points_are_scaled_to_it(graded
     assert graded["rows"]["Ann Full_300001"]["score"] == "120"  # grades.csv keeps the points
 
 
+@pytest.mark.parametrize(("maximum", "full", "third"), [(120, "120", "40"), (7, "7", "2.33")])
+def test_moodle_max_sets_the_maximum_grade_the_points_are_scaled_to(tmp_path, maximum, full, third):
+    from lessonkit.grading.gradebooks import write_moodle
+    from lessonkit.grading.report import MAX_SCORE, Row
+
+    rows = [
+        Row("Ann Full_300001", scores={"all": MAX_SCORE}, lms="moodle", lms_id="300001"),
+        Row("Ben Part_300002", scores={"all": MAX_SCORE / 3}, lms="moodle", lms_id="300002"),
+    ]
+    out = tmp_path / "moodle.csv"
+    write_moodle(rows, out, when=datetime.now().astimezone(), maximum=maximum)
+    lines = list(csv.DictReader(out.read_text(encoding="utf-8").splitlines()))
+    assert [(line["Grade"], line["Maximum grade"]) for line in lines] == [
+        (full, str(maximum)),
+        (third, str(maximum)),
+    ]
+    assert moodle_import(out.read_text(encoding="utf-8"), maximum, {}) == {
+        "300001": float(full),
+        "300002": float(third),
+    }
+
+
 def test_moodle_takes_every_honest_row_and_leaves_a_waiting_one_to_you(graded):
     taken = moodle_import(graded["moodle.csv"], 100, {})
     assert taken == {"300001": 100.0, "300002": 33.33}
