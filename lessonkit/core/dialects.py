@@ -178,9 +178,10 @@ _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"
 
 
 def _code_and_message(error: Any) -> str:
-    """Return "code: message" of a Responses API error (its type if it has no code)."""
+    """Return "code: message" of a Responses API error (its type if it has no code; a flat
+    error event's own type, "error", is left out: "server error: error: ..." says it twice)."""
     if isinstance(error, dict):
-        code = error.get("code") or error.get("type")
+        code = error.get("code") or (error.get("type") if error.get("type") != "error" else None)
         return ": ".join(str(part) for part in (code, error.get("message")) if part)
     return json.dumps(error)[:_SHOWN_CHARS]
 

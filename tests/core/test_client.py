@@ -51,6 +51,23 @@ def test_anthropic_usage_joins_message_start_and_message_delta():
     assert reply.usage == {"input_tokens": 6, "output_tokens": 6}
 
 
+def test_anthropic_usage_in_message_delta_is_cumulative_so_the_last_one_wins():
+    def event(kind: str, body: dict) -> bytes:
+        return encode(json.dumps({"type": kind, **body}), event=kind)
+
+    start = {"message": {"id": "msg_1", "usage": {"input_tokens": 6, "output_tokens": 1}}}
+    wire = [
+        event("message_start", start),
+        event("message_delta", {"delta": {}, "usage": {"output_tokens": 3}}),
+        event(
+            "message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}}
+        ),
+        event("message_stop", {}),
+    ]
+    reply = read_stream(wire, "anthropic")
+    assert reply.usage == {"input_tokens": 6, "output_tokens": 7}  # 7, never 1 + 3 + 7
+
+
 def test_a_cut_answer_reports_finish_reason_length():
     short = answer_for(RUNNING_PROMPT, max_tokens=3)
     assert read_stream([wire_bytes(short, "openai")], "openai").finish_reason == "length"

@@ -338,6 +338,12 @@ def test_an_error_event_with_its_details_under_error_is_reported_too():
     assert reply.error == "event 3 (error): server error: server_error: Overloaded."
 
 
+def test_a_flat_error_event_without_a_code_names_the_error_once():
+    flat = {"type": "error", "code": None, "message": "boom", "param": None}
+    reply = read_stream([documented(*opening()[:2], flat)], "responses")
+    assert reply.error == "event 3 (error): server error: boom"
+
+
 def test_response_failed_is_reported_with_its_error_and_the_reply_is_not_complete():
     reply = read_stream([DOCUMENTED_FAILED], "responses")
     assert reply.text == ANSWER and not reply.complete

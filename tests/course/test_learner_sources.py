@@ -34,3 +34,17 @@ def test_no_code_cell_a_learner_reads_names_the_test_tool(path):
         if "nbval" in line.lower()
     ]
     assert found == [], "use a cell tag (nbval-ignore-output) instead:\n" + "\n".join(found)
+
+
+PRACTICE_OPENING = 'BLANK = "\\n\\n"'  # the first line of lesson 04's practice code
+
+
+@pytest.mark.parametrize("folder", ["exercises", "solutions"])
+def test_exercise_3_starts_from_lesson_04s_practice_code_word_for_word(folder):
+    lesson = nbformat.read(ROOT / "notebooks" / "04_practice_cuts_and_drops.ipynb", as_version=4)
+    [practice] = [c.source for c in lesson.cells if c.source.startswith(PRACTICE_OPENING)]
+    exercise = nbformat.read(ROOT / folder / "ex3_now_change_it.ipynb", as_version=4)
+    [given] = [c.source for c in exercise.cells if PRACTICE_OPENING in c.source]
+    imports, _, code = given.partition(PRACTICE_OPENING)
+    assert PRACTICE_OPENING + code == practice  # the lesson's names, lines and printout
+    assert all(line.startswith(("import ", "from ")) for line in imports.split("\n") if line)
