@@ -24,6 +24,8 @@ from labdriver import REPO_ROOT, save_artifacts, wait_for
 pytestmark = pytest.mark.browser
 
 LESSONS = sorted(p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.glob("notebooks/*.ipynb"))
+EXERCISE = "exercises/ex2_read_stream.ipynb"  # an exercise page's launch link, clicked too
+LAUNCHED = [*LESSONS, EXERCISE]
 SCHEMES = ("light", "dark")
 KERNEL_DEADLINE_S = 600.0  # Pyodide starts in 10-90 s here; this only stops a hung page
 SERIOUS = ("serious", "critical")
@@ -162,14 +164,16 @@ def test_search_finds_nothing_for_a_word_no_page_holds(reader, site):
 def launched(new_context, site):
     """Each lesson's page opened in a browser of its own and its launch link clicked, all at once.
 
-    Returns {lesson: (page, watched)} once every launched notebook's kernel is idle.
+    Returns {lesson: (page, watched)} once every launched notebook's kernel is idle (and
+    the same for one exercise's page).
     """
     opened = {}
-    for lesson in LESSONS:
+    for lesson in LAUNCHED:
         context, watched = new_context(color_scheme="light")
         page = context.new_page()
         open_page(page, site.url + lesson.replace(".ipynb", ".html"))
-        page.get_by_role("link", name=re.compile("Run this lesson in your browser")).click(
+        kind = "exercise" if lesson == EXERCISE else "lesson"
+        page.get_by_role("link", name=re.compile(f"Run this {kind} in your browser")).click(
             no_wait_after=True
         )
         opened[lesson] = (page, watched)
@@ -182,7 +186,7 @@ def launched(new_context, site):
     return opened
 
 
-@pytest.mark.parametrize("lesson", LESSONS)
+@pytest.mark.parametrize("lesson", LAUNCHED)
 def test_a_lesson_pages_launch_link_opens_that_notebook_alone_with_an_idle_kernel(
     launched, site, lesson
 ):
