@@ -522,6 +522,14 @@ def _one_file_each(found: _Found) -> tuple[list[Notebook], list[str], list[NotGr
     return sorted(kept, key=str), notes, left
 
 
+def _subfolders(source: Path, notebooks: Iterable[Notebook]) -> list[str]:
+    """Return the folders right under ``source`` that the graded notebooks come from."""
+    parts = (
+        nb.path.relative_to(source).parts for nb in notebooks if nb.path.is_relative_to(source)
+    )
+    return sorted({inside[0] for inside in parts if len(inside) > 1})
+
+
 def _apart(sources: list[Path]) -> list[str]:
     """Return a label for each place one learner id was found in, no two alike: the fewest
     folders above it that tell it apart (``class``; ``x/class`` beside ``y/class``)."""
@@ -573,6 +581,11 @@ def find_roster(paths: Iterable[str | Path]) -> Roster:
             elif len(parts) > 1:
                 others = ", ".join(p for p in places if p != str(first.source))
                 notes.insert(0, f"the learner id {learner} is also found in {others}: kept apart")
+            if not first.lms and len(spread := _subfolders(first.source, kept)) > 1:
+                notes.append(
+                    f"graded as one learner from the folders {', '.join(spread)} of "
+                    f"{first.source.name}; if each is a learner, grade {first.source} itself"
+                )
             late = tuple(name for f in part for name in f.late)
             notes += [f"handed in late: {', '.join(late)}"] if late else []
             left += out

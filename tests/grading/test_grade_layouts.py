@@ -275,6 +275,23 @@ def test_a_resubmission_in_a_folder_per_learner_names_the_learner_lists_both_and
     assert rows["bob"]["gradebook"] == rows["bob"]["score"]
 
 
+def test_a_class_folder_given_one_level_too_high_is_one_learner_with_a_note_saying_so(tmp_path):
+    write(
+        tmp_path / "term" / "class" / "alice",
+        "ex1_response_times.ipynb",
+        solution("response_times"),
+    )
+    write(tmp_path / "term" / "class" / "bob", "ex2_read_stream.ipynb", solution("read_stream"))
+    [one] = find_roster([tmp_path / "term"]).submissions
+    assert one.learner == "class" and len(one.notebooks) == 2
+    assert one.notes[-1] == (
+        "graded as one learner from the folders alice, bob of class; if each is a learner, "
+        f"grade {tmp_path / 'term' / 'class'} itself"
+    )
+    [alice, bob] = find_roster([tmp_path / "term" / "class"]).submissions
+    assert (alice.learner, bob.learner) == ("alice", "bob") and not alice.notes
+
+
 def test_one_nbgrader_student_in_two_submitted_trees_is_one_learner_with_a_note(tmp_path):
     first = write(
         tmp_path / "a" / "submitted" / "sam" / "ps1",
